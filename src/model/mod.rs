@@ -1,0 +1,21 @@
+//! Plain data and pure functions: messages and entries in Pi's JSON shapes, the tree walk
+//! (`path_to`), the one context projection (`build_context`), resources and tools.
+//!
+//! Nothing here performs IO, keeps state between calls, or knows about scheduling.
+
+pub mod context;
+pub mod entry;
+pub mod message;
+pub mod path;
+pub mod resources;
+pub mod tools;
+
+pub use context::{build_context, estimate_message_tokens, estimate_text_tokens, ContextBudget, ProjectedContext};
+pub use entry::{iso_timestamp, Compaction, EntryBody, Metadata, SessionEntry, SessionHeader};
+pub use message::{
+    AssistantBlock, AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
+    UserContent, UserMessage,
+};
+pub use path::{path_to, PathError};
+pub use resources::{format_resource_context, merge_system_prompt, Instruction, Resources, Skill};
+pub use tools::{validate_arguments, ToolRegistry, ToolSpec};
