@@ -1,2 +1,5 @@
 pub mod model;
 pub mod runtime;
+pub mod scenario;
+pub mod sim;
+pub mod trace;

@@ -81,7 +81,8 @@ pub enum Input {
 }
 
 /// How the world answered one effect.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Completion {
     /// A streamed text delta; the model request stays pending.
     ModelChunk {
@@ -98,7 +99,8 @@ pub enum Completion {
 }
 
 /// The core tool's answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ToolOutcome {
     Ok {
         content: Vec<ContentBlock>,
@@ -114,7 +116,8 @@ pub enum ToolOutcome {
 
 /// An extension hook's answer. `Allow`, `Deny` and `RewriteArguments` answer a before hook;
 /// `Observe` and `RewriteResult` answer an after hook; `Threw` answers either.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum HookOutcome {
     Allow,
     Deny { reason: String },
@@ -125,7 +128,8 @@ pub enum HookOutcome {
 }
 
 /// The answer of the store to an append, or of the output sink to a write.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StoreOutcome {
     Ok,
     Failed(Cause),
@@ -172,7 +176,7 @@ impl HookPhase {
 }
 
 /// What the model receives: the projection of the current path and the unpersisted suffix.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelRequest {
     pub system_prompt: Option<String>,
     pub messages: Vec<Message>,
@@ -236,14 +240,16 @@ impl Effect {
 }
 
 /// How an operation ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Settlement {
     Resolved(OpValue),
     Rejected(Cause),
 }
 
 /// The value an operation resolves with.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OpValue {
     /// flush, dispose, steer, followUp, abort.
     Unit,
@@ -278,7 +284,7 @@ impl RunReason {
 
 /// `AgentRunResult`: the whole transcript after the run, how it ended and how many model
 /// requests it made.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {
     pub reason: RunReason,
     pub steps: u32,

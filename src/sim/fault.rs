@@ -1,0 +1,76 @@
+//! The fault model: which faults the world can inject, and what a correct runtime must do.
+//!
+//! | fault (scenario `faults`)        | what happens                         | a correct runtime     |
+//! |----------------------------------|--------------------------------------|-----------------------|
+//! | append `reject`                  | the entry is not stored; error       | poisons with the cause; rejects the prompt, the queued and every later prompt/flush with it; no further model or store effect; no retry |
+//! | append `appliedThenFail`         | the entry IS stored; error reported (ack lost) | the same as reject: it cannot know, so it must not retry; the stored tree stays valid |
+//! | append `late`                    | stored; the answer is held until `until` holds | keeps the leaf where it was until the answer; resolves nothing early |
+//! | write error (output sink)        | a mode's output fails after the store committed | returns the sink's error unchanged; no rollback |
+//! | model `error` step               | the response has stopReason `error`  | ends the run with reason `error`; persists the suffix |
+//! | model tool call, unknown or bad arguments | - | an error tool result; the core tool does not run |
+//! | tool `throw`                     | the tool throws                      | an error tool result; the run goes on |
+//! | tool `hang`                      | finishes only when its signal fires  | abort reaches it through the run's one signal |
+//! | hook `deny` / `throw` (before)   | the call is blocked                  | an error tool result; the core tool does not run |
+//! | broken session tree              | duplicate id, missing parent, cycle  | restore rejects with a diagnostic |
+//!
+//! This module holds the store and output fakes that apply the plan.
+
+use crate::model::SessionEntry;
+use crate::runtime::Cause;
+use crate::scenario::{default_disk_error, AppendFault, AppendFaultKind, FaultPlan};
+use crate::trace::AppendAnswer;
+
+/// The session store as the world sees it: the initial entries and every applied append.
+#[derive(Debug, Clone)]
+pub struct StoreFake {
+    pub entries: Vec<SessionEntry>,
+    appends_seen: u32,
+    writes_seen: u32,
+}
+
+impl StoreFake {
+    pub fn new(initial: &[SessionEntry]) -> StoreFake {
+        StoreFake {
+            entries: initial.to_vec(),
+            appends_seen: 0,
+            writes_seen: 0,
+        }
+    }
+
+    /// Numbers a new append (1-based) and returns the fault planned for it.
+    pub fn plan_append<'p>(&mut self, plan: &'p FaultPlan) -> (u32, Option<&'p AppendFault>) {
+        self.appends_seen += 1;
+        let index = self.appends_seen;
+        (index, plan.appends.iter().find(|fault| fault.at == index))
+    }
+
+    /// Applies (or not) the entry as the fault says, and gives the store's answer.
+    pub fn answer_append(&mut self, entry: &SessionEntry, fault: Option<&AppendFault>) -> AppendAnswer {
+        let cause = || {
+            fault
+                .and_then(|fault| fault.error.clone())
+                .unwrap_or_else(default_disk_error)
+        };
+        match fault.map(|fault| fault.fault) {
+            None | Some(AppendFaultKind::Late) => {
+                self.entries.push(entry.clone());
+                AppendAnswer::Ok
+            }
+            Some(AppendFaultKind::Reject) => AppendAnswer::Rejected { cause: cause() },
+            Some(AppendFaultKind::AppliedThenFail) => {
+                self.entries.push(entry.clone());
+                AppendAnswer::AppliedThenFailed { cause: cause() }
+            }
+        }
+    }
+
+    /// Numbers a new write (1-based) and returns its planned error, if any.
+    pub fn plan_write(&mut self, plan: &FaultPlan) -> Option<Cause> {
+        self.writes_seen += 1;
+        let index = self.writes_seen;
+        plan.writes
+            .iter()
+            .find(|fault| fault.at == index)
+            .map(|fault| fault.error.clone())
+    }
+}

@@ -1,0 +1,525 @@
+//! The deterministic scheduler: runs a Subject under scripted fakes and faults.
+//!
+//! At every quiescent point the scheduler lists the enabled [`Choice`]s: deliver the next
+//! operation (in file order, once its `after` condition holds), or complete one pending effect
+//! (a model chunk or response, a tool's result, a hook's answer, the store's answer to an
+//! append, the sink's answer to a write). A [`Strategy`] picks one. The fakes fixed each answer
+//! when the effect was issued, so `(scenario, strategy, seed)` determines the whole trace.
+//!
+//! The scheduler never looks inside a Subject: the reference in process and an external
+//! implementation behind the wire protocol are driven the same way.
+
+pub mod fakes;
+pub mod fault;
+pub mod reference;
+pub mod rng;
+pub mod strategy;
+
+use std::collections::BTreeSet;
+
+use crate::model::{ContentBlock, SessionEntry};
+use crate::runtime::{
+    Cause, Completion, Effect, EffectId, HookOutcome, Input, OpId, SignalId, StoreOutcome, ToolOutcome,
+};
+use crate::scenario::{After, AppendFault, AppendFaultKind, Scenario, ToolStep};
+use crate::trace::{Event, Trace};
+
+use fakes::{check_request, model_reply, ModelReply, Scripts};
+use fault::StoreFake;
+pub use strategy::{Pct, Random, Replay, Scripted, Strategy, StrategyKind};
+
+/// The result of a successful restore.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    pub leaf: Option<String>,
+    pub messages: usize,
+}
+
+/// The system under test.
+pub trait Subject {
+    /// Creates the runtime from the scenario's session, config and dependencies. The inner
+    /// `Err` is a restore rejection (a verdict about the runtime, not a failure of the subject).
+    fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure>;
+    /// Delivers one input and appends every effect produced until the subject is quiescent.
+    fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure>;
+}
+
+/// The subject could not be driven: a protocol breach, a crash, a hang.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubjectFailure {
+    #[error("protocol: {message}")]
+    Protocol { message: String },
+}
+
+impl SubjectFailure {
+    pub fn code(&self) -> &'static str {
+        match self {
+            SubjectFailure::Protocol { .. } => "subject.protocol",
+        }
+    }
+}
+
+/// One thing the scheduler may do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// Deliver operation `index` (0-based, file order).
+    Deliver { index: usize },
+    /// Complete (or advance, for a streaming model) a pending effect.
+    Complete { effect: EffectId, lane: usize },
+}
+
+impl Choice {
+    /// Lanes for PCT: the caller, then one per effect kind.
+    pub const LANES: usize = 6;
+
+    pub fn lane(&self) -> usize {
+        match self {
+            Choice::Deliver { .. } => 0,
+            Choice::Complete { lane, .. } => *lane,
+        }
+    }
+}
+
+/// A problem found while running that is not a rule violation of the subject's trace: a
+/// request check of the scripted model failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: String,
+    /// 1-based trace line.
+    pub line: usize,
+    pub message: String,
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub trace: Trace,
+    /// The store at the end: the initial session plus every applied append.
+    pub store: Vec<SessionEntry>,
+    pub findings: Vec<Finding>,
+    /// The index picked at each step, with how many choices there were.
+    pub choices: Vec<(usize, usize)>,
+}
+
+/// Steps after which a run is cut off (a subject that loops forever).
+pub const STEPS_MAX: usize = 20_000;
+
+#[derive(Debug, Clone)]
+enum PendingKind {
+    Model {
+        signal: SignalId,
+        reply: ModelReply,
+    },
+    Tool {
+        signal: SignalId,
+        step: ToolStep,
+    },
+    Hook {
+        answer: HookOutcome,
+    },
+    Append {
+        entry: SessionEntry,
+        fault: Option<AppendFault>,
+    },
+    Write {
+        error: Option<Cause>,
+    },
+}
+
+impl PendingKind {
+    fn lane(&self) -> usize {
+        match self {
+            PendingKind::Model { .. } => 1,
+            PendingKind::Tool { .. } => 2,
+            PendingKind::Hook { .. } => 3,
+            PendingKind::Append { .. } => 4,
+            PendingKind::Write { .. } => 5,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    effect: EffectId,
+    kind: PendingKind,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Counters {
+    model_requests: u32,
+    chunks: u32,
+    tool_calls: u32,
+    hooks: u32,
+    appends_issued: u32,
+    appends_accepted: u32,
+    writes: u32,
+    settled: BTreeSet<OpId>,
+}
+
+impl Counters {
+    fn holds(&self, after: After) -> bool {
+        match after {
+            After::Settled(op) => self.settled.contains(&OpId(op)),
+            After::ModelRequests(count) => self.model_requests >= count,
+            After::Chunks(count) => self.chunks >= count,
+            After::ToolCalls(count) => self.tool_calls >= count,
+            After::Hooks(count) => self.hooks >= count,
+            After::AppendsIssued(count) => self.appends_issued >= count,
+            After::AppendsAccepted(count) => self.appends_accepted >= count,
+            After::Writes(count) => self.writes >= count,
+        }
+    }
+}
+
+/// One run in progress.
+struct Simulation<'a> {
+    scenario: &'a Scenario,
+    trace: Trace,
+    store: StoreFake,
+    scripts: Scripts,
+    pending: Vec<Pending>,
+    aborted: BTreeSet<SignalId>,
+    counters: Counters,
+    next_op: usize,
+    model_index: usize,
+    findings: Vec<Finding>,
+    effects: Vec<Effect>,
+}
+
+/// Runs `scenario` on `subject`, choosing with `strategy`, and returns the trace.
+pub fn simulate(
+    scenario: &Scenario,
+    subject: &mut dyn Subject,
+    strategy: &mut dyn Strategy,
+) -> Result<RunOutcome, SubjectFailure> {
+    let mut sim = Simulation {
+        scenario,
+        trace: Trace::default(),
+        store: StoreFake::new(&scenario.session),
+        scripts: Scripts::default(),
+        pending: Vec::new(),
+        aborted: BTreeSet::new(),
+        counters: Counters::default(),
+        next_op: 0,
+        model_index: 0,
+        findings: Vec::new(),
+        effects: Vec::new(),
+    };
+    let mut choices_taken = Vec::new();
+    match subject.start(scenario)? {
+        Ok(restored) => sim.trace.push(Event::Restored {
+            leaf: restored.leaf,
+            messages: restored.messages,
+        }),
+        Err(cause) => {
+            sim.trace.push(Event::RestoreFailed { cause });
+            return Ok(sim.finish(choices_taken));
+        }
+    }
+    let mut choices = Vec::new();
+    loop {
+        sim.enabled(&mut choices);
+        if choices.is_empty() || choices_taken.len() >= STEPS_MAX {
+            break;
+        }
+        let index = strategy.pick(&choices);
+        choices_taken.push((index, choices.len()));
+        let input = sim.take(choices[index]);
+        sim.effects.clear();
+        let mut effects = std::mem::take(&mut sim.effects);
+        subject.deliver(input, &mut effects)?;
+        for effect in effects.drain(..) {
+            sim.record(effect);
+        }
+        sim.effects = effects;
+    }
+    let pending: Vec<EffectId> = sim.pending.iter().map(|pending| pending.effect).collect();
+    let undelivered: Vec<OpId> = (sim.next_op..scenario.operations.len())
+        .map(|index| OpId(index as u32 + 1))
+        .collect();
+    sim.trace.push(Event::End { pending, undelivered });
+    Ok(sim.finish(choices_taken))
+}
+
+impl Simulation<'_> {
+    fn finish(self, choices: Vec<(usize, usize)>) -> RunOutcome {
+        RunOutcome {
+            trace: self.trace,
+            store: self.store.entries,
+            findings: self.findings,
+            choices,
+        }
+    }
+
+    /// The enabled choices: the next operation first, then pending effects oldest first.
+    fn enabled(&self, choices: &mut Vec<Choice>) {
+        choices.clear();
+        if let Some(spec) = self.scenario.operations.get(self.next_op) {
+            if spec.after.is_none_or(|after| self.counters.holds(after)) {
+                choices.push(Choice::Deliver { index: self.next_op });
+            }
+        }
+        for pending in &self.pending {
+            let ready = match &pending.kind {
+                PendingKind::Tool {
+                    signal,
+                    step: ToolStep::Hang,
+                } => self.aborted.contains(signal),
+                PendingKind::Append { fault: Some(fault), .. } if fault.fault == AppendFaultKind::Late => {
+                    fault.until.is_none_or(|until| self.counters.holds(until))
+                }
+                _ => true,
+            };
+            if ready {
+                choices.push(Choice::Complete {
+                    effect: pending.effect,
+                    lane: pending.kind.lane(),
+                });
+            }
+        }
+    }
+
+    /// Turns a choice into the input for the subject, recording the world's side in the trace.
+    fn take(&mut self, choice: Choice) -> Input {
+        match choice {
+            Choice::Deliver { index } => {
+                self.next_op = index + 1;
+                let op = OpId(index as u32 + 1);
+                let operation = self.scenario.operations[index].operation();
+                self.trace.push(Event::Deliver {
+                    op,
+                    operation: operation.clone(),
+                });
+                operation_input(op, operation)
+            }
+            Choice::Complete { effect, .. } => {
+                let position = self
+                    .pending
+                    .iter()
+                    .position(|pending| pending.effect == effect)
+                    .expect("choices name pending effects");
+                self.complete(position)
+            }
+        }
+    }
+
+    fn complete(&mut self, position: usize) -> Input {
+        let effect = self.pending[position].effect;
+        let completion = match &mut self.pending[position].kind {
+            PendingKind::Model { signal, reply } => {
+                if self.aborted.contains(signal) {
+                    let message = reply.aborted();
+                    self.pending.remove(position);
+                    self.trace.push(Event::ModelResponse {
+                        effect,
+                        message: message.clone(),
+                    });
+                    Completion::ModelFinal { message }
+                } else if reply.chunks_sent < reply.chunks.len() {
+                    let text = reply.chunks[reply.chunks_sent].clone();
+                    reply.chunks_sent += 1;
+                    self.counters.chunks += 1;
+                    self.trace.push(Event::ModelChunk {
+                        effect,
+                        text: text.clone(),
+                    });
+                    Completion::ModelChunk { text }
+                } else {
+                    let message = reply.message.clone();
+                    self.pending.remove(position);
+                    self.trace.push(Event::ModelResponse {
+                        effect,
+                        message: message.clone(),
+                    });
+                    Completion::ModelFinal { message }
+                }
+            }
+            PendingKind::Tool { signal, step } => {
+                let answer = if self.aborted.contains(signal) {
+                    ToolOutcome::Aborted
+                } else {
+                    match step {
+                        ToolStep::Result(text) => ToolOutcome::Ok {
+                            content: vec![ContentBlock::text(text.clone())],
+                            details: None,
+                            is_error: false,
+                        },
+                        ToolStep::Error(text) => ToolOutcome::Ok {
+                            content: vec![ContentBlock::text(text.clone())],
+                            details: None,
+                            is_error: true,
+                        },
+                        ToolStep::Throw(message) => ToolOutcome::Threw {
+                            message: message.clone(),
+                        },
+                        ToolStep::Hang => ToolOutcome::Aborted,
+                    }
+                };
+                self.pending.remove(position);
+                self.trace.push(Event::ToolAnswer {
+                    effect,
+                    answer: answer.clone(),
+                });
+                Completion::Tool(answer)
+            }
+            PendingKind::Hook { answer } => {
+                let answer = answer.clone();
+                self.pending.remove(position);
+                self.trace.push(Event::HookAnswer {
+                    effect,
+                    answer: answer.clone(),
+                });
+                Completion::Hook(answer)
+            }
+            PendingKind::Append { entry, fault } => {
+                let answer = self.store.answer_append(entry, fault.as_ref());
+                self.pending.remove(position);
+                if answer == crate::trace::AppendAnswer::Ok {
+                    self.counters.appends_accepted += 1;
+                }
+                let outcome = match answer.cause() {
+                    None => StoreOutcome::Ok,
+                    Some(cause) => StoreOutcome::Failed(cause.clone()),
+                };
+                self.trace.push(Event::AppendAnswer { effect, answer });
+                Completion::Append(outcome)
+            }
+            PendingKind::Write { error } => {
+                let error = error.clone();
+                self.pending.remove(position);
+                self.trace.push(Event::WriteAnswer {
+                    effect,
+                    error: error.clone(),
+                });
+                Completion::Write(match error {
+                    None => StoreOutcome::Ok,
+                    Some(cause) => StoreOutcome::Failed(cause),
+                })
+            }
+        };
+        Input::Complete { effect, completion }
+    }
+
+    /// Records one effect of the subject and prepares the world's answer to it.
+    fn record(&mut self, effect: Effect) {
+        match effect {
+            Effect::ModelRequest {
+                effect,
+                signal,
+                request,
+            } => {
+                self.counters.model_requests += 1;
+                let index = self.model_index;
+                self.model_index += 1;
+                let timestamp = self.scenario.config.clock.start_ms + 500_000 + index as u64 * 1_000;
+                let reply = model_reply(self.scenario, index, timestamp);
+                self.trace.push(Event::ModelRequest {
+                    effect,
+                    signal,
+                    system_prompt: request.system_prompt.clone(),
+                    messages: request.messages.clone(),
+                    tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
+                });
+                if let Some(check) = self.scenario.model.get(index).and_then(|step| step.expect.as_ref()) {
+                    for problem in check_request(check, &request) {
+                        self.findings.push(Finding {
+                            rule: format!("model[{index}].expect"),
+                            line: self.trace.events.len(),
+                            message: problem,
+                        });
+                    }
+                }
+                self.pending.push(Pending {
+                    effect,
+                    kind: PendingKind::Model { signal, reply },
+                });
+            }
+            Effect::ToolCall { effect, signal, call } => {
+                self.counters.tool_calls += 1;
+                let step = self.scripts.next_tool(self.scenario, &call.name);
+                self.trace.push(Event::ToolCall { effect, signal, call });
+                self.pending.push(Pending {
+                    effect,
+                    kind: PendingKind::Tool { signal, step },
+                });
+            }
+            Effect::Hook {
+                effect,
+                extension,
+                phase,
+                call,
+                result,
+            } => {
+                self.counters.hooks += 1;
+                let answer = self.scripts.next_hook(self.scenario, &extension, phase);
+                self.trace.push(Event::Hook {
+                    effect,
+                    extension,
+                    phase,
+                    call,
+                    result,
+                });
+                self.pending.push(Pending {
+                    effect,
+                    kind: PendingKind::Hook { answer },
+                });
+            }
+            Effect::Append { effect, entry } => {
+                self.counters.appends_issued += 1;
+                let (_, fault) = self.store.plan_append(&self.scenario.faults);
+                let fault = fault.cloned();
+                self.trace.push(Event::Append {
+                    effect,
+                    entry: entry.clone(),
+                });
+                self.pending.push(Pending {
+                    effect,
+                    kind: PendingKind::Append { entry, fault },
+                });
+            }
+            Effect::Write { effect, text } => {
+                self.counters.writes += 1;
+                let error = self.store.plan_write(&self.scenario.faults);
+                self.trace.push(Event::Write { effect, text });
+                self.pending.push(Pending {
+                    effect,
+                    kind: PendingKind::Write { error },
+                });
+            }
+            Effect::AbortSignal { signal } => {
+                self.aborted.insert(signal);
+                self.trace.push(Event::AbortSignal { signal });
+            }
+            Effect::Settled { op, settlement } => {
+                self.counters.settled.insert(op);
+                self.trace.push(Event::Settled { op, settlement });
+            }
+        }
+    }
+}
+
+fn operation_input(op: OpId, operation: crate::trace::Operation) -> Input {
+    use crate::trace::Operation;
+    match operation {
+        Operation::Prompt { text } => Input::Prompt { op, text },
+        Operation::Flush => Input::Flush { op },
+        Operation::Dispose => Input::Dispose { op },
+        Operation::Steer { text } => Input::Steer { op, text },
+        Operation::FollowUp { text } => Input::FollowUp { op, text },
+        Operation::Abort => Input::Abort { op },
+        Operation::Mode { mode, text } => Input::Mode { op, mode, text },
+        Operation::Library { text } => Input::Library { op, text },
+    }
+}
+
+/// A strategy instance for a kind and seed. `Exhaustive` runs use [`Replay`] from the explorer;
+/// as a single run it is the first schedule of the enumeration.
+pub fn make_strategy(kind: StrategyKind, seed: u64) -> Box<dyn Strategy> {
+    match kind {
+        StrategyKind::Scripted => Box::new(Scripted),
+        StrategyKind::Random => Box::new(Random::new(seed)),
+        StrategyKind::Pct { depth } => Box::new(Pct::new(seed, depth)),
+        StrategyKind::Exhaustive { .. } => Box::new(Replay::new(Vec::new())),
+    }
+}

@@ -1,0 +1,174 @@
+//! Strategies choose one of the enabled choices at every step of a run.
+//!
+//! - `scripted`: the next operation if it can be delivered, else the oldest pending effect.
+//!   This is the canonical schedule whose trace is snapshotted.
+//! - `random`: uniform over the enabled choices, from the seed.
+//! - `pct`: probabilistic concurrency testing (Burckhardt et al.; shuttle's `check_pct`). The
+//!   "threads" are lanes: the caller delivering operations, and one lane per effect kind (model,
+//!   tool, hook, store, output). Lanes get random priorities; `depth - 1` change points at random
+//!   steps demote the lane running at that step. The highest-priority enabled lane runs its
+//!   oldest choice.
+//! - `exhaustive`: every distinct choice sequence, depth first, up to a bound of runs
+//!   (see `sim::explore_exhaustive`); a run in it replays a fixed prefix, then takes choice 0.
+
+use super::rng::Rng;
+use super::Choice;
+
+/// A named strategy with its parameters, as given on the command line: `scripted`, `random`,
+/// `pct` or `pct:DEPTH`, `exhaustive` or `exhaustive:BOUND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrategyKind {
+    Scripted,
+    Random,
+    Pct { depth: u32 },
+    Exhaustive { bound: u32 },
+}
+
+impl StrategyKind {
+    pub fn parse(text: &str) -> Result<StrategyKind, String> {
+        let (name, parameter) = match text.split_once(':') {
+            Some((name, parameter)) => (name, Some(parameter)),
+            None => (text, None),
+        };
+        let number = |default: u32| -> Result<u32, String> {
+            match parameter {
+                None => Ok(default),
+                Some(value) => value
+                    .parse()
+                    .ok()
+                    .filter(|value| *value > 0)
+                    .ok_or_else(|| format!("`{text}`: the parameter must be a positive integer")),
+            }
+        };
+        match name {
+            "scripted" if parameter.is_none() => Ok(StrategyKind::Scripted),
+            "random" if parameter.is_none() => Ok(StrategyKind::Random),
+            "pct" => Ok(StrategyKind::Pct { depth: number(3)? }),
+            "exhaustive" => Ok(StrategyKind::Exhaustive { bound: number(10_000)? }),
+            _ => Err(format!(
+                "unknown strategy `{text}`: expected scripted, random, pct[:DEPTH] or exhaustive[:BOUND]"
+            )),
+        }
+    }
+
+    /// The spelling `parse` accepts, for replay commands.
+    pub fn spelling(self) -> String {
+        match self {
+            StrategyKind::Scripted => "scripted".into(),
+            StrategyKind::Random => "random".into(),
+            StrategyKind::Pct { depth } => format!("pct:{depth}"),
+            StrategyKind::Exhaustive { bound } => format!("exhaustive:{bound}"),
+        }
+    }
+
+    /// Whether the seed changes anything.
+    pub fn uses_seed(self) -> bool {
+        matches!(self, StrategyKind::Random | StrategyKind::Pct { .. })
+    }
+}
+
+/// Picks among enabled choices; `choices` is never empty.
+pub trait Strategy {
+    fn pick(&mut self, choices: &[Choice]) -> usize;
+}
+
+pub struct Scripted;
+
+impl Strategy for Scripted {
+    fn pick(&mut self, _choices: &[Choice]) -> usize {
+        // Choices come as [deliver?, pending effects oldest first].
+        0
+    }
+}
+
+pub struct Random {
+    rng: Rng,
+}
+
+impl Random {
+    pub fn new(seed: u64) -> Random {
+        Random { rng: Rng::new(seed) }
+    }
+}
+
+impl Strategy for Random {
+    fn pick(&mut self, choices: &[Choice]) -> usize {
+        self.rng.below(choices.len() as u64) as usize
+    }
+}
+
+/// The number of steps PCT assumes a run takes when placing change points.
+const PCT_STEPS_ESTIMATE: u64 = 48;
+
+pub struct Pct {
+    priorities: [u64; Choice::LANES],
+    change_points: Vec<u64>,
+    step: u64,
+    demoted: u64,
+}
+
+impl Pct {
+    pub fn new(seed: u64, depth: u32) -> Pct {
+        let mut rng = Rng::new(seed);
+        let mut priorities = [0; Choice::LANES];
+        for priority in priorities.iter_mut() {
+            // Initial priorities sit above every demotion value.
+            *priority = 1_000 + rng.below(1_000_000);
+        }
+        let mut change_points: Vec<u64> = (1..depth).map(|_| rng.below(PCT_STEPS_ESTIMATE)).collect();
+        change_points.sort_unstable();
+        Pct {
+            priorities,
+            change_points,
+            step: 0,
+            demoted: 999,
+        }
+    }
+}
+
+impl Strategy for Pct {
+    fn pick(&mut self, choices: &[Choice]) -> usize {
+        let best = |priorities: &[u64; Choice::LANES]| {
+            let mut best = 0;
+            for (index, choice) in choices.iter().enumerate() {
+                if priorities[choice.lane()] > priorities[choices[best].lane()] {
+                    best = index;
+                }
+            }
+            best
+        };
+        let mut index = best(&self.priorities);
+        while self.change_points.first() == Some(&self.step) {
+            self.change_points.remove(0);
+            self.priorities[choices[index].lane()] = self.demoted;
+            self.demoted = self.demoted.saturating_sub(1);
+            index = best(&self.priorities);
+        }
+        self.step += 1;
+        index
+    }
+}
+
+/// Replays `prefix`, then always takes choice 0; records how many choices each step had.
+pub struct Replay {
+    prefix: Vec<usize>,
+    pub taken: Vec<(usize, usize)>,
+}
+
+impl Replay {
+    pub fn new(prefix: Vec<usize>) -> Replay {
+        Replay {
+            prefix,
+            taken: Vec::new(),
+        }
+    }
+}
+
+impl Strategy for Replay {
+    fn pick(&mut self, choices: &[Choice]) -> usize {
+        let step = self.taken.len();
+        let index = self.prefix.get(step).copied().unwrap_or(0).min(choices.len() - 1);
+        self.taken.push((index, choices.len()));
+        index
+    }
+}

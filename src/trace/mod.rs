@@ -1,0 +1,417 @@
+//! Typed trace events, and their two stable renderings: one line per event (golden files,
+//! humans, diffs) and JSON (reports, tools).
+//!
+//! A trace is everything observable about one run of a Subject: what was restored, which
+//! operation arrived when, every effect the subject issued with the world's answer, and every
+//! settlement. Checkers read the typed events; nothing here has a wall clock, an address or an
+//! unordered map, so the same run renders to the same bytes everywhere.
+
+use serde::Serialize;
+
+use crate::model::{AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage};
+use crate::runtime::{Cause, EffectId, HookOutcome, HookPhase, OpId, OpValue, Settlement, SignalId, ToolOutcome};
+
+/// An operation as the scenario states it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum Operation {
+    Prompt { text: String },
+    Flush,
+    Dispose,
+    Steer { text: String },
+    FollowUp { text: String },
+    Abort,
+    Mode { mode: String, text: String },
+    Library { text: String },
+}
+
+impl Operation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Operation::Prompt { .. } => "prompt",
+            Operation::Flush => "flush",
+            Operation::Dispose => "dispose",
+            Operation::Steer { .. } => "steer",
+            Operation::FollowUp { .. } => "followUp",
+            Operation::Abort => "abort",
+            Operation::Mode { .. } => "mode",
+            Operation::Library { .. } => "library",
+        }
+    }
+
+    /// Whether the operation asks the runtime for an agent run (prompt, mode, library).
+    pub fn is_prompt_like(&self) -> bool {
+        matches!(
+            self,
+            Operation::Prompt { .. } | Operation::Mode { .. } | Operation::Library { .. }
+        )
+    }
+
+    /// The prompt text of a prompt-like operation.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Operation::Prompt { text }
+            | Operation::Steer { text }
+            | Operation::FollowUp { text }
+            | Operation::Mode { text, .. }
+            | Operation::Library { text } => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// How the store answered an append.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AppendAnswer {
+    Ok,
+    /// Rejected and not applied.
+    Rejected {
+        cause: Cause,
+    },
+    /// Applied, then reported failed (the acknowledgement was lost).
+    AppliedThenFailed {
+        cause: Cause,
+    },
+}
+
+impl AppendAnswer {
+    pub fn applied(&self) -> bool {
+        matches!(self, AppendAnswer::Ok | AppendAnswer::AppliedThenFailed { .. })
+    }
+
+    pub fn cause(&self) -> Option<&Cause> {
+        match self {
+            AppendAnswer::Ok => None,
+            AppendAnswer::Rejected { cause } | AppendAnswer::AppliedThenFailed { cause } => Some(cause),
+        }
+    }
+}
+
+/// One observable event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The subject was created from the session; `messages` is the restored transcript length.
+    Restored {
+        leaf: Option<String>,
+        messages: usize,
+    },
+    RestoreFailed {
+        cause: Cause,
+    },
+    Deliver {
+        op: OpId,
+        operation: Operation,
+    },
+    ModelRequest {
+        effect: EffectId,
+        signal: SignalId,
+        system_prompt: Option<String>,
+        messages: Vec<Message>,
+        tools: Vec<String>,
+    },
+    ModelChunk {
+        effect: EffectId,
+        text: String,
+    },
+    ModelResponse {
+        effect: EffectId,
+        message: AssistantMessage,
+    },
+    Hook {
+        effect: EffectId,
+        extension: String,
+        phase: HookPhase,
+        call: ToolCall,
+        result: Option<ToolResultMessage>,
+    },
+    HookAnswer {
+        effect: EffectId,
+        answer: HookOutcome,
+    },
+    ToolCall {
+        effect: EffectId,
+        signal: SignalId,
+        call: ToolCall,
+    },
+    ToolAnswer {
+        effect: EffectId,
+        answer: ToolOutcome,
+    },
+    Append {
+        effect: EffectId,
+        entry: SessionEntry,
+    },
+    AppendAnswer {
+        effect: EffectId,
+        answer: AppendAnswer,
+    },
+    Write {
+        effect: EffectId,
+        text: String,
+    },
+    WriteAnswer {
+        effect: EffectId,
+        error: Option<Cause>,
+    },
+    AbortSignal {
+        signal: SignalId,
+    },
+    Settled {
+        op: OpId,
+        settlement: Settlement,
+    },
+    /// The run ended: nothing was enabled. `pending` effects never completed; `undelivered`
+    /// operations never had their `after` condition hold.
+    End {
+        pending: Vec<EffectId>,
+        undelivered: Vec<OpId>,
+    },
+}
+
+/// A whole run's events, in order. Line numbers in renderings are 1-based indexes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Trace {
+    pub events: Vec<Event>,
+}
+
+impl Trace {
+    pub fn push(&mut self, event: Event) {
+        self.events.push(event);
+    }
+
+    /// The one-line-per-event rendering, each line ending in `\n`.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        for (index, event) in self.events.iter().enumerate() {
+            text.push_str(&render_line(index + 1, event));
+            text.push('\n');
+        }
+        text
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("trace events always serialize")
+    }
+}
+
+/// `NNNN <subject> <verb padded to 14> <detail>`.
+pub fn render_line(number: usize, event: &Event) -> String {
+    let (subject, verb, detail) = describe(event);
+    let line = format!("{number:04} {subject:<6} {verb:<14} {detail}");
+    line.trim_end().to_string()
+}
+
+fn describe(event: &Event) -> (String, &'static str, String) {
+    match event {
+        Event::Restored { leaf, messages } => (
+            "-".into(),
+            "restored",
+            format!("leaf={} messages={messages}", leaf.as_deref().unwrap_or("null")),
+        ),
+        Event::RestoreFailed { cause } => ("-".into(), "restore_failed", cause.to_string()),
+        Event::Deliver { op, operation } => {
+            let detail = match operation {
+                Operation::Mode { mode, text } => format!("{mode} {}", quote(text)),
+                other => other.text().map(quote).unwrap_or_default(),
+            };
+            (op.to_string(), operation_verb(operation), detail)
+        }
+        Event::ModelRequest {
+            effect,
+            signal,
+            system_prompt,
+            messages,
+            tools,
+        } => {
+            let roles: Vec<&str> = messages.iter().map(Message::role).collect();
+            let system = system_prompt
+                .as_deref()
+                .map(quote_short)
+                .unwrap_or_else(|| "none".into());
+            (
+                effect.to_string(),
+                "model_request",
+                format!(
+                    "{signal} system={system} messages=[{}] tools=[{}]",
+                    roles.join(","),
+                    tools.join(",")
+                ),
+            )
+        }
+        Event::ModelChunk { effect, text } => (effect.to_string(), "chunk", quote(text)),
+        Event::ModelResponse { effect, message } => (effect.to_string(), "complete", describe_assistant(message)),
+        Event::Hook {
+            effect,
+            extension,
+            phase,
+            call,
+            result,
+        } => {
+            let mut detail = format!("{extension} {} {}({})", phase.as_str(), call.name, call.id);
+            if let Some(result) = result {
+                detail.push_str(&format!(" result={}", describe_result(result)));
+            }
+            (effect.to_string(), "hook", detail)
+        }
+        Event::HookAnswer { effect, answer } => (effect.to_string(), "complete", describe_hook_answer(answer)),
+        Event::ToolCall { effect, signal, call } => (
+            effect.to_string(),
+            "tool_call",
+            format!("{signal} {}({}) {}", call.name, call.id, compact(&call.arguments)),
+        ),
+        Event::ToolAnswer { effect, answer } => (effect.to_string(), "complete", describe_tool_answer(answer)),
+        Event::Append { effect, entry } => (
+            effect.to_string(),
+            "append",
+            format!(
+                "{} parent={} {}",
+                entry.id,
+                entry.parent_id.as_deref().unwrap_or("null"),
+                describe_entry(entry)
+            ),
+        ),
+        Event::AppendAnswer { effect, answer } => {
+            let detail = match answer {
+                AppendAnswer::Ok => "ok".to_string(),
+                AppendAnswer::Rejected { cause } => format!("rejected {cause}"),
+                AppendAnswer::AppliedThenFailed { cause } => format!("applied_then_failed {cause}"),
+            };
+            (effect.to_string(), "complete", detail)
+        }
+        Event::Write { effect, text } => (effect.to_string(), "write", quote(text)),
+        Event::WriteAnswer { effect, error } => (
+            effect.to_string(),
+            "complete",
+            error
+                .as_ref()
+                .map(|cause| format!("failed {cause}"))
+                .unwrap_or_else(|| "ok".into()),
+        ),
+        Event::AbortSignal { signal } => (signal.to_string(), "abort_signal", String::new()),
+        Event::Settled { op, settlement } => (op.to_string(), "settled", describe_settlement(settlement)),
+        Event::End { pending, undelivered } => {
+            let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();
+            let undelivered: Vec<String> = undelivered.iter().map(ToString::to_string).collect();
+            (
+                "-".into(),
+                "end",
+                format!(
+                    "pending=[{}] undelivered=[{}]",
+                    pending.join(","),
+                    undelivered.join(",")
+                ),
+            )
+        }
+    }
+}
+
+fn operation_verb(operation: &Operation) -> &'static str {
+    operation.name()
+}
+
+pub fn describe_settlement(settlement: &Settlement) -> String {
+    match settlement {
+        Settlement::Resolved(OpValue::Unit) => "resolved".into(),
+        Settlement::Resolved(OpValue::Run(result)) => format!(
+            "resolved reason={} steps={} messages={}",
+            result.reason.as_str(),
+            result.steps,
+            result.messages.len()
+        ),
+        Settlement::Resolved(OpValue::Library { reason, text }) => {
+            format!("resolved reason={} text={}", reason.as_str(), quote(text))
+        }
+        Settlement::Rejected(cause) => format!("rejected {cause}"),
+    }
+}
+
+fn describe_assistant(message: &AssistantMessage) -> String {
+    let mut parts = vec![format!("assistant {}", message.stop_reason.as_str())];
+    let text = message.text();
+    if !text.is_empty() {
+        parts.push(quote(&text));
+    }
+    for call in message.tool_calls() {
+        parts.push(format!("toolCall {}({})", call.name, call.id));
+    }
+    if let Some(error) = &message.error_message {
+        parts.push(format!("error={}", quote(error)));
+    }
+    parts.join(" ")
+}
+
+fn describe_result(result: &ToolResultMessage) -> String {
+    let text = Message::ToolResult(result.clone()).text();
+    format!("{}{}", if result.is_error { "error " } else { "" }, quote(&text))
+}
+
+fn describe_hook_answer(answer: &HookOutcome) -> String {
+    match answer {
+        HookOutcome::Allow => "allow".into(),
+        HookOutcome::Deny { reason } => format!("deny {}", quote(reason)),
+        HookOutcome::RewriteArguments { arguments } => format!("rewrite_arguments {}", compact(arguments)),
+        HookOutcome::Observe => "observe".into(),
+        HookOutcome::RewriteResult { content, is_error } => {
+            let text: Vec<String> = content
+                .iter()
+                .map(|block| serde_json::to_string(block).expect("blocks serialize"))
+                .collect();
+            format!("rewrite_result is_error={is_error} [{}]", text.join(","))
+        }
+        HookOutcome::Threw { message } => format!("threw {}", quote(message)),
+    }
+}
+
+fn describe_tool_answer(answer: &ToolOutcome) -> String {
+    match answer {
+        ToolOutcome::Ok { content, is_error, .. } => {
+            let text: String = content
+                .iter()
+                .filter_map(|block| match block {
+                    crate::model::ContentBlock::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            format!("{}{}", if *is_error { "error " } else { "ok " }, quote(&text))
+        }
+        ToolOutcome::Threw { message } => format!("threw {}", quote(message)),
+        ToolOutcome::Aborted => "aborted".into(),
+    }
+}
+
+fn describe_entry(entry: &SessionEntry) -> String {
+    match entry.as_message() {
+        Some(Message::Assistant(assistant)) => {
+            let calls: Vec<String> = assistant.tool_calls().iter().map(|call| call.name.clone()).collect();
+            if calls.is_empty() {
+                format!("assistant {}", quote_short(&assistant.text()))
+            } else {
+                format!("assistant toolCall {}", calls.join(","))
+            }
+        }
+        Some(Message::ToolResult(result)) => format!("toolResult {}", result.tool_call_id),
+        Some(message) => format!("{} {}", message.role(), quote_short(&message.text())),
+        None => entry.kind().to_string(),
+    }
+}
+
+/// A JSON string literal: stable, escapes newlines and quotes.
+pub fn quote(text: &str) -> String {
+    serde_json::to_string(text).expect("strings serialize")
+}
+
+/// Like `quote`, cut to 40 characters with `…`.
+pub fn quote_short(text: &str) -> String {
+    const LIMIT: usize = 40;
+    if text.chars().count() <= LIMIT {
+        return quote(text);
+    }
+    let cut: String = text.chars().take(LIMIT).collect();
+    quote(&format!("{cut}…"))
+}
+
+fn compact(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).expect("values serialize")
+}

@@ -1,0 +1,14 @@
+//! The kit's one ordinary integration-test binary: the runtime driven directly through its API.
+//!
+//! `lab13` holds the seed chapter's ten facts (2 + 3 + 3 + 2) and the fault-injection check;
+//! `runtime` the other runtime behaviours; `session_file` the round trip of a Pi session file.
+//! Everything goes through the small deterministic `driver`.
+
+#[path = "kit/driver.rs"]
+mod driver;
+#[path = "kit/lab13.rs"]
+mod lab13;
+#[path = "kit/runtime.rs"]
+mod runtime;
+#[path = "kit/session_file.rs"]
+mod session_file;
