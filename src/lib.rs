@@ -1,3 +1,4 @@
+pub mod check;
 pub mod model;
 pub mod runtime;
 pub mod scenario;
