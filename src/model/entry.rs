@@ -10,12 +10,14 @@ use serde_json::{Map, Value};
 use super::message::Message;
 
 /// One entry of a session tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialized field for field as Pi writes it: `{type, id, parentId, timestamp, ...}` for
+/// messages and compactions; a metadata entry keeps the exact key order it was read with (Pi
+/// writes `custom` as `{type, customType, data, id, parentId, timestamp}`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionEntry {
-    #[serde(flatten)]
     pub body: EntryBody,
     pub id: String,
-    #[serde(rename = "parentId")]
     pub parent_id: Option<String>,
     /// ISO-8601 time as Pi writes it (`2026-01-01T00:00:00.000Z`).
     pub timestamp: String,
@@ -47,29 +49,148 @@ impl SessionEntry {
             _ => None,
         }
     }
+
+    /// The entry as a JSON object, in Pi's key order.
+    pub fn to_object(&self) -> Map<String, Value> {
+        let mut object = Map::new();
+        let identity = |object: &mut Map<String, Value>| {
+            object.insert("id".into(), Value::String(self.id.clone()));
+            object.insert(
+                "parentId".into(),
+                self.parent_id.clone().map(Value::String).unwrap_or(Value::Null),
+            );
+            object.insert("timestamp".into(), Value::String(self.timestamp.clone()));
+        };
+        object.insert("type".into(), Value::String(self.kind().into()));
+        match &self.body {
+            EntryBody::Message { message } => {
+                identity(&mut object);
+                object.insert(
+                    "message".into(),
+                    serde_json::to_value(message).expect("messages serialize"),
+                );
+            }
+            EntryBody::Compaction(compaction) => {
+                identity(&mut object);
+                if let Value::Object(fields) = serde_json::to_value(compaction).expect("compactions serialize") {
+                    object.extend(fields);
+                }
+            }
+            EntryBody::BranchSummary(metadata)
+            | EntryBody::ModelChange(metadata)
+            | EntryBody::ThinkingLevelChange(metadata)
+            | EntryBody::Custom(metadata)
+            | EntryBody::CustomMessage(metadata)
+            | EntryBody::Label(metadata)
+            | EntryBody::SessionInfo(metadata) => {
+                let placed = ["id", "parentId", "timestamp"]
+                    .iter()
+                    .all(|key| metadata.fields.contains_key(*key));
+                if !placed {
+                    identity(&mut object);
+                }
+                for (key, value) in &metadata.fields {
+                    match key.as_str() {
+                        "type" => {}
+                        "id" | "parentId" | "timestamp" if placed => identity_field(&mut object, key, self),
+                        "id" | "parentId" | "timestamp" => {}
+                        _ => {
+                            object.insert(key.clone(), value.clone());
+                        }
+                    }
+                }
+            }
+        }
+        object
+    }
+
+    /// Reads an entry from a JSON object; the error names the offending field.
+    pub fn from_object(object: Map<String, Value>) -> Result<SessionEntry, String> {
+        let text = |key: &str| -> Result<String, String> {
+            match object.get(key) {
+                Some(Value::String(text)) => Ok(text.clone()),
+                Some(_) => Err(format!("`{key}` must be a string")),
+                None => Err(format!("missing field `{key}`")),
+            }
+        };
+        let kind = text("type")?;
+        let id = text("id")?;
+        let timestamp = text("timestamp")?;
+        let parent_id = match object.get("parentId") {
+            Some(Value::String(parent)) => Some(parent.clone()),
+            Some(Value::Null) => None,
+            Some(_) => return Err("`parentId` must be a string or null".into()),
+            None => return Err("missing field `parentId`".into()),
+        };
+        let rest = || {
+            let mut rest = object.clone();
+            for key in ["type", "id", "parentId", "timestamp"] {
+                rest.remove(key);
+            }
+            Value::Object(rest)
+        };
+        let metadata = || Metadata { fields: object.clone() };
+        let body = match kind.as_str() {
+            "message" => {
+                let message = object.get("message").cloned().ok_or("missing field `message`")?;
+                let message = serde_json::from_value(message).map_err(|error| format!("message: {error}"))?;
+                EntryBody::Message { message }
+            }
+            "compaction" => {
+                EntryBody::Compaction(serde_json::from_value(rest()).map_err(|error| format!("compaction: {error}"))?)
+            }
+            "branch_summary" => EntryBody::BranchSummary(metadata()),
+            "model_change" => EntryBody::ModelChange(metadata()),
+            "thinking_level_change" => EntryBody::ThinkingLevelChange(metadata()),
+            "custom" => EntryBody::Custom(metadata()),
+            "custom_message" => EntryBody::CustomMessage(metadata()),
+            "label" => EntryBody::Label(metadata()),
+            "session_info" => EntryBody::SessionInfo(metadata()),
+            other => return Err(format!("unknown entry type `{other}`")),
+        };
+        Ok(SessionEntry {
+            body,
+            id,
+            parent_id,
+            timestamp,
+        })
+    }
 }
 
-/// The typed part of an entry. Metadata kinds keep their fields as an ordered JSON map.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
+fn identity_field(object: &mut Map<String, Value>, key: &str, entry: &SessionEntry) {
+    let value = match key {
+        "id" => Value::String(entry.id.clone()),
+        "parentId" => entry.parent_id.clone().map(Value::String).unwrap_or(Value::Null),
+        _ => Value::String(entry.timestamp.clone()),
+    };
+    object.insert(key.to_string(), value);
+}
+
+impl Serialize for SessionEntry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_object().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<SessionEntry, D::Error> {
+        let object = Map::<String, Value>::deserialize(deserializer)?;
+        SessionEntry::from_object(object).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The typed part of an entry. A metadata kind keeps the whole object it was read from, in
+/// order, so that it writes back unchanged.
+#[derive(Debug, Clone, PartialEq)]
 pub enum EntryBody {
-    #[serde(rename = "message")]
     Message { message: Message },
-    #[serde(rename = "compaction")]
     Compaction(Compaction),
-    #[serde(rename = "branch_summary")]
     BranchSummary(Metadata),
-    #[serde(rename = "model_change")]
     ModelChange(Metadata),
-    #[serde(rename = "thinking_level_change")]
     ThinkingLevelChange(Metadata),
-    #[serde(rename = "custom")]
     Custom(Metadata),
-    #[serde(rename = "custom_message")]
     CustomMessage(Metadata),
-    #[serde(rename = "label")]
     Label(Metadata),
-    #[serde(rename = "session_info")]
     SessionInfo(Metadata),
 }
 
@@ -101,10 +222,10 @@ pub struct Compaction {
     pub extra: Map<String, Value>,
 }
 
-/// The fields of a metadata entry other than `type`, `id`, `parentId` and `timestamp`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A metadata entry's whole JSON object as read (its identity fields are kept in step with the
+/// entry's own on writing).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metadata {
-    #[serde(flatten)]
     pub fields: Map<String, Value>,
 }
 

@@ -197,14 +197,31 @@ pub struct Usage {
     pub cost: Cost,
 }
 
+/// Costs in dollars. Whole numbers are written without a fraction (`0`, not `0.0`), as
+/// JavaScript's `JSON.stringify` writes them, so Pi's files round-trip byte for byte.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
+    #[serde(serialize_with = "js_number")]
     pub input: f64,
+    #[serde(serialize_with = "js_number")]
     pub output: f64,
+    #[serde(serialize_with = "js_number")]
     pub cache_read: f64,
+    #[serde(serialize_with = "js_number")]
     pub cache_write: f64,
+    #[serde(serialize_with = "js_number")]
     pub total: f64,
+}
+
+/// Writes a float as JavaScript would: integral values without a fraction.
+fn js_number<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    const SAFE: f64 = 9_007_199_254_740_991.0;
+    if value.fract() == 0.0 && value.abs() <= SAFE {
+        serializer.serialize_i64(*value as i64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -190,65 +190,44 @@ impl Driver {
 
     // ----- operations -----
 
-    fn op(&mut self) -> OpId {
+    /// Delivers the operation `input(op)` under the next operation id, and returns that id.
+    pub fn operation(&mut self, input: impl FnOnce(OpId) -> Input) -> OpId {
         let op = OpId(self.op_next);
         self.op_next += 1;
+        self.send(input(op));
         op
     }
 
     pub fn prompt(&mut self, text: &str) -> OpId {
-        let op = self.op();
-        self.send(Input::Prompt {
-            op,
-            text: text.to_string(),
-        });
-        op
+        self.operation(|op| Input::Prompt { op, text: text.into() })
     }
 
     pub fn mode(&mut self, mode: &str, text: &str) -> OpId {
-        let op = self.op();
-        self.send(Input::Mode {
+        self.operation(|op| Input::Mode {
             op,
-            mode: mode.to_string(),
-            text: text.to_string(),
-        });
-        op
+            mode: mode.into(),
+            text: text.into(),
+        })
     }
 
     pub fn flush(&mut self) -> OpId {
-        let op = self.op();
-        self.send(Input::Flush { op });
-        op
+        self.operation(|op| Input::Flush { op })
     }
 
     pub fn dispose(&mut self) -> OpId {
-        let op = self.op();
-        self.send(Input::Dispose { op });
-        op
+        self.operation(|op| Input::Dispose { op })
     }
 
     pub fn steer(&mut self, text: &str) -> OpId {
-        let op = self.op();
-        self.send(Input::Steer {
-            op,
-            text: text.to_string(),
-        });
-        op
+        self.operation(|op| Input::Steer { op, text: text.into() })
     }
 
     pub fn follow_up(&mut self, text: &str) -> OpId {
-        let op = self.op();
-        self.send(Input::FollowUp {
-            op,
-            text: text.to_string(),
-        });
-        op
+        self.operation(|op| Input::FollowUp { op, text: text.into() })
     }
 
     pub fn abort(&mut self) -> OpId {
-        let op = self.op();
-        self.send(Input::Abort { op });
-        op
+        self.operation(|op| Input::Abort { op })
     }
 
     /// Delivers one input, which the runtime must accept, and collects its effects.

@@ -233,7 +233,7 @@ fn lab13_2_first_request_is_the_old_path_plus_a_temporary_user() {
     ));
     assert_eq!(temporary_id(&colliding, 0), "____runtime_context_0");
     assert_eq!(temporary_id(&colliding, 1), "__runtime_context_1");
-    let temporary = temporary_entries(&colliding, &[user.clone()]);
+    let temporary = temporary_entries(&colliding, std::slice::from_ref(&user));
     assert_eq!(ids(&temporary), ["____runtime_context_0"]);
     assert_eq!(temporary[0].parent_id.as_deref(), Some("___runtime_context_0"));
 

@@ -40,31 +40,25 @@ fn hook_and_tool_trace(driver: &Driver) -> Vec<String> {
         .collect()
 }
 
-/// The tool result the run ended up with (the transcript's only one).
+/// The messages the store accepted, in path order (the restored ones first).
+fn stored_messages(runtime: &Runtime) -> Vec<Message> {
+    runtime
+        .active_path()
+        .iter()
+        .filter_map(SessionEntry::as_message)
+        .cloned()
+        .collect()
+}
+
+/// The run's only tool result, as stored.
 fn tool_result(driver: &Driver) -> ToolResultMessage {
-    let transcript = driver.runtime.control_state_messages();
-    transcript
+    stored_messages(&driver.runtime)
         .into_iter()
         .find_map(|message| match message {
             Message::ToolResult(result) => Some(result),
             _ => None,
         })
         .expect("the run has a tool result")
-}
-
-trait StateMessages {
-    fn control_state_messages(&self) -> Vec<Message>;
-}
-
-impl StateMessages for Runtime {
-    /// The active path's messages: what the store accepted, in order.
-    fn control_state_messages(&self) -> Vec<Message> {
-        self.active_path()
-            .iter()
-            .filter_map(SessionEntry::as_message)
-            .cloned()
-            .collect()
-    }
 }
 
 fn text_of(result: &ToolResultMessage) -> String {
@@ -224,9 +218,7 @@ fn unknown_tools_and_invalid_arguments_are_error_results_without_a_tool_call() {
     driver.prompt("review");
     driver.run_until_quiet();
     assert!(hook_and_tool_trace(&driver).is_empty(), "{:?}", driver.trace());
-    let results: Vec<(bool, String)> = driver
-        .runtime
-        .control_state_messages()
+    let results: Vec<(bool, String)> = stored_messages(&driver.runtime)
         .into_iter()
         .filter_map(|message| match &message {
             Message::ToolResult(result) => Some((result.is_error, message.text())),
@@ -436,9 +428,7 @@ fn abort_mid_tool_ends_the_run_aborted_and_closes_every_call() {
         ["tool review_note sig#1"],
         "call-2 never runs"
     );
-    let results: Vec<(String, bool, String)> = driver
-        .runtime
-        .control_state_messages()
+    let results: Vec<(String, bool, String)> = stored_messages(&driver.runtime)
         .into_iter()
         .filter_map(|message| match &message {
             Message::ToolResult(result) => Some((result.tool_call_id.clone(), result.is_error, message.text())),
@@ -566,9 +556,7 @@ fn a_tool_call_keeps_its_original_arguments_in_the_transcript() {
     );
     driver.prompt("review");
     driver.run_until_quiet();
-    let calls: Vec<ToolCall> = driver
-        .runtime
-        .control_state_messages()
+    let calls: Vec<ToolCall> = stored_messages(&driver.runtime)
         .iter()
         .filter_map(Message::as_assistant)
         .flat_map(|message| message.tool_calls().into_iter().cloned())

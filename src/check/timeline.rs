@@ -1,0 +1,398 @@
+//! The facts every checker reads, derived once from a trace: operations with their delivery and
+//! settlement, and every effect with its answer, attributed to the operation whose run issued it.
+//!
+//! Attribution (conformance.md): a model request or tool call belongs to the run that first used
+//! its abort signal; a run belongs to the earliest delivered prompt-like operation whose run has
+//! not finished (settled or, for a mode, written) and that has no run yet. Hooks, appends and
+//! writes carry no signal and belong to the earliest unfinished prompt-like operation.
+
+use std::collections::BTreeMap;
+
+use crate::model::{path_to, AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage};
+use crate::runtime::{Cause, EffectId, HookOutcome, HookPhase, OpId, Settlement, SignalId, ToolOutcome};
+use crate::scenario::Scenario;
+use crate::trace::{AppendAnswer, Event, Operation, Trace};
+
+/// 0-based index into the trace's events; rendered 1-based.
+pub type Line = usize;
+
+#[derive(Debug, Clone)]
+pub struct OpInfo {
+    pub op: OpId,
+    pub operation: Operation,
+    pub delivered: Line,
+    pub settled: Option<(Line, Settlement)>,
+    /// When the operation's run finished: settled, or (for a mode) its write was issued.
+    pub run_finished: Option<Line>,
+    pub signal: Option<SignalId>,
+}
+
+impl OpInfo {
+    pub fn is_prompt_like(&self) -> bool {
+        self.operation.is_prompt_like()
+    }
+
+    pub fn rejected_cause(&self) -> Option<&Cause> {
+        match &self.settled {
+            Some((_, Settlement::Rejected(cause))) => Some(cause),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RequestInfo {
+    pub line: Line,
+    pub effect: EffectId,
+    pub signal: SignalId,
+    pub system_prompt: Option<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<String>,
+    pub op: Option<OpId>,
+    pub response: Option<(Line, AssistantMessage)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolCallInfo {
+    pub line: Line,
+    pub effect: EffectId,
+    pub signal: SignalId,
+    pub call: ToolCall,
+    pub op: Option<OpId>,
+    pub answer: Option<(Line, ToolOutcome)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct HookInfo {
+    pub line: Line,
+    pub effect: EffectId,
+    pub extension: String,
+    pub phase: HookPhase,
+    pub call: ToolCall,
+    pub result: Option<ToolResultMessage>,
+    pub op: Option<OpId>,
+    pub answer: Option<(Line, HookOutcome)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AppendInfo {
+    pub line: Line,
+    pub effect: EffectId,
+    pub entry: SessionEntry,
+    pub op: Option<OpId>,
+    pub answer: Option<(Line, AppendAnswer)>,
+}
+
+impl AppendInfo {
+    pub fn accepted_before(&self, line: Line) -> bool {
+        matches!(&self.answer, Some((at, AppendAnswer::Ok)) if *at < line)
+    }
+
+    pub fn failed(&self) -> Option<(Line, &Cause)> {
+        match &self.answer {
+            Some((at, answer)) => answer.cause().map(|cause| (*at, cause)),
+            None => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct WriteInfo {
+    pub line: Line,
+    pub effect: EffectId,
+    pub text: String,
+    pub op: Option<OpId>,
+    /// `None` while unanswered; `Some(None)` written; `Some(Some(cause))` failed.
+    pub answer: Option<(Line, Option<Cause>)>,
+}
+
+/// The derived view of one run.
+pub struct Timeline<'a> {
+    pub scenario: &'a Scenario,
+    pub events: &'a [Event],
+    pub store: &'a [SessionEntry],
+    pub restored: Option<(Line, Option<String>, usize)>,
+    pub restore_failed: Option<(Line, Cause)>,
+    pub ops: Vec<OpInfo>,
+    pub requests: Vec<RequestInfo>,
+    pub tool_calls: Vec<ToolCallInfo>,
+    pub hooks: Vec<HookInfo>,
+    pub appends: Vec<AppendInfo>,
+    pub writes: Vec<WriteInfo>,
+    pub aborts: Vec<(Line, SignalId)>,
+    pub end: Option<(Line, Vec<EffectId>)>,
+    /// The chosen path of the initial session, when it exists.
+    pub initial_path: Option<Vec<SessionEntry>>,
+}
+
+impl<'a> Timeline<'a> {
+    pub fn new(scenario: &'a Scenario, trace: &'a Trace, store: &'a [SessionEntry]) -> Timeline<'a> {
+        let initial_path = match &scenario.config.active_leaf_id {
+            Some(leaf) => path_to(&scenario.session, leaf).ok(),
+            None => scenario.session.is_empty().then(Vec::new),
+        };
+        let mut timeline = Timeline {
+            scenario,
+            events: &trace.events,
+            store,
+            restored: None,
+            restore_failed: None,
+            ops: Vec::new(),
+            requests: Vec::new(),
+            tool_calls: Vec::new(),
+            hooks: Vec::new(),
+            appends: Vec::new(),
+            writes: Vec::new(),
+            aborts: Vec::new(),
+            end: None,
+            initial_path,
+        };
+        timeline.derive();
+        timeline
+    }
+
+    fn derive(&mut self) {
+        // Prompt-like operations whose run has not finished, in delivery order.
+        let mut unfinished: Vec<OpId> = Vec::new();
+        let mut signal_owner: BTreeMap<SignalId, OpId> = BTreeMap::new();
+        let mut request_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
+        let mut tool_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
+        let mut hook_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
+        let mut append_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
+        let mut write_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
+        for (line, event) in self.events.iter().enumerate() {
+            match event {
+                Event::Restored { leaf, messages } => self.restored = Some((line, leaf.clone(), *messages)),
+                Event::RestoreFailed { cause } => self.restore_failed = Some((line, cause.clone())),
+                Event::Deliver { op, operation } => {
+                    if operation.is_prompt_like() {
+                        unfinished.push(*op);
+                    }
+                    self.ops.push(OpInfo {
+                        op: *op,
+                        operation: operation.clone(),
+                        delivered: line,
+                        settled: None,
+                        run_finished: None,
+                        signal: None,
+                    });
+                }
+                Event::ModelRequest {
+                    effect,
+                    signal,
+                    system_prompt,
+                    messages,
+                    tools,
+                } => {
+                    let op = self.owner_of_signal(*signal, &unfinished, &mut signal_owner);
+                    request_by_effect.insert(*effect, self.requests.len());
+                    self.requests.push(RequestInfo {
+                        line,
+                        effect: *effect,
+                        signal: *signal,
+                        system_prompt: system_prompt.clone(),
+                        messages: messages.clone(),
+                        tools: tools.clone(),
+                        op,
+                        response: None,
+                    });
+                }
+                Event::ModelResponse { effect, message } => {
+                    if let Some(index) = request_by_effect.get(effect) {
+                        self.requests[*index].response = Some((line, message.clone()));
+                    }
+                }
+                Event::ModelChunk { .. } => {}
+                Event::ToolCall { effect, signal, call } => {
+                    let op = self.owner_of_signal(*signal, &unfinished, &mut signal_owner);
+                    tool_by_effect.insert(*effect, self.tool_calls.len());
+                    self.tool_calls.push(ToolCallInfo {
+                        line,
+                        effect: *effect,
+                        signal: *signal,
+                        call: call.clone(),
+                        op,
+                        answer: None,
+                    });
+                }
+                Event::ToolAnswer { effect, answer } => {
+                    if let Some(index) = tool_by_effect.get(effect) {
+                        self.tool_calls[*index].answer = Some((line, answer.clone()));
+                    }
+                }
+                Event::Hook {
+                    effect,
+                    extension,
+                    phase,
+                    call,
+                    result,
+                } => {
+                    hook_by_effect.insert(*effect, self.hooks.len());
+                    self.hooks.push(HookInfo {
+                        line,
+                        effect: *effect,
+                        extension: extension.clone(),
+                        phase: *phase,
+                        call: call.clone(),
+                        result: result.clone(),
+                        op: unfinished.first().copied(),
+                        answer: None,
+                    });
+                }
+                Event::HookAnswer { effect, answer } => {
+                    if let Some(index) = hook_by_effect.get(effect) {
+                        self.hooks[*index].answer = Some((line, answer.clone()));
+                    }
+                }
+                Event::Append { effect, entry } => {
+                    append_by_effect.insert(*effect, self.appends.len());
+                    self.appends.push(AppendInfo {
+                        line,
+                        effect: *effect,
+                        entry: entry.clone(),
+                        op: unfinished.first().copied(),
+                        answer: None,
+                    });
+                }
+                Event::AppendAnswer { effect, answer } => {
+                    if let Some(index) = append_by_effect.get(effect) {
+                        self.appends[*index].answer = Some((line, answer.clone()));
+                    }
+                }
+                Event::Write { effect, text } => {
+                    let op = unfinished.first().copied();
+                    write_by_effect.insert(*effect, self.writes.len());
+                    self.writes.push(WriteInfo {
+                        line,
+                        effect: *effect,
+                        text: text.clone(),
+                        op,
+                        answer: None,
+                    });
+                    if let Some(op) = op {
+                        unfinished.retain(|other| *other != op);
+                        if let Some(info) = self.op_mut(op) {
+                            info.run_finished.get_or_insert(line);
+                        }
+                    }
+                }
+                Event::WriteAnswer { effect, error } => {
+                    if let Some(index) = write_by_effect.get(effect) {
+                        self.writes[*index].answer = Some((line, error.clone()));
+                    }
+                }
+                Event::AbortSignal { signal } => self.aborts.push((line, *signal)),
+                Event::Settled { op, settlement } => {
+                    unfinished.retain(|other| other != op);
+                    if let Some(info) = self.op_mut(*op) {
+                        if info.settled.is_none() {
+                            info.settled = Some((line, settlement.clone()));
+                        }
+                        info.run_finished.get_or_insert(line);
+                    }
+                }
+                Event::End { pending, .. } => self.end = Some((line, pending.clone())),
+            }
+        }
+    }
+
+    fn owner_of_signal(
+        &mut self,
+        signal: SignalId,
+        unfinished: &[OpId],
+        owners: &mut BTreeMap<SignalId, OpId>,
+    ) -> Option<OpId> {
+        if let Some(op) = owners.get(&signal) {
+            return Some(*op);
+        }
+        let op = unfinished
+            .iter()
+            .copied()
+            .find(|op| self.op(*op).is_some_and(|info| info.signal.is_none()))?;
+        owners.insert(signal, op);
+        if let Some(info) = self.op_mut(op) {
+            info.signal = Some(signal);
+        }
+        Some(op)
+    }
+
+    pub fn op(&self, op: OpId) -> Option<&OpInfo> {
+        self.ops.iter().find(|info| info.op == op)
+    }
+
+    fn op_mut(&mut self, op: OpId) -> Option<&mut OpInfo> {
+        self.ops.iter_mut().find(|info| info.op == op)
+    }
+
+    /// The appends attributed to `op`, in order.
+    pub fn appends_of(&self, op: OpId) -> Vec<&AppendInfo> {
+        self.appends.iter().filter(|append| append.op == Some(op)).collect()
+    }
+
+    /// The messages `op` appended, in order.
+    pub fn appended_messages(&self, op: OpId) -> Vec<Message> {
+        self.appends_of(op)
+            .iter()
+            .filter_map(|append| append.entry.as_message().cloned())
+            .collect()
+    }
+
+    pub fn requests_of(&self, op: OpId) -> Vec<&RequestInfo> {
+        self.requests.iter().filter(|request| request.op == Some(op)).collect()
+    }
+
+    /// Whether every append of `op` was accepted before `line`, and there was at least one.
+    pub fn all_appends_accepted_before(&self, op: OpId, line: Line) -> bool {
+        let appends = self.appends_of(op);
+        !appends.is_empty() && appends.iter().all(|append| append.accepted_before(line))
+    }
+
+    /// The first failed append: its answer line, cause and the append.
+    pub fn first_failure(&self) -> Option<(Line, &Cause, &AppendInfo)> {
+        self.appends
+            .iter()
+            .filter_map(|append| append.failed().map(|(line, cause)| (line, cause, append)))
+            .min_by_key(|(line, _, _)| *line)
+    }
+
+    /// The leaf the runtime should hold at `line`: the last append accepted before it, else
+    /// the restored leaf.
+    pub fn leaf_at(&self, line: Line) -> Option<String> {
+        self.appends
+            .iter()
+            .filter(|append| append.accepted_before(line))
+            .max_by_key(|append| append.answer.as_ref().map(|(at, _)| *at))
+            .map(|append| append.entry.id.clone())
+            .or_else(|| self.scenario.config.active_leaf_id.clone())
+    }
+
+    /// The active path at `line`: the tree of the session plus accepted appends, walked from
+    /// `leaf_at(line)`; `None` when the initial path did not exist.
+    pub fn active_path_at(&self, line: Line) -> Option<Vec<SessionEntry>> {
+        let initial = self.initial_path.as_ref()?;
+        let accepted: Vec<SessionEntry> = self
+            .appends
+            .iter()
+            .filter(|append| append.accepted_before(line))
+            .map(|append| append.entry.clone())
+            .collect();
+        if accepted.is_empty() {
+            return Some(initial.clone());
+        }
+        let mut entries = self.scenario.session.clone();
+        entries.extend(accepted.iter().cloned());
+        match self.leaf_at(line) {
+            Some(leaf) => path_to(&entries, &leaf).ok().or_else(|| {
+                let mut path = initial.clone();
+                path.extend(accepted);
+                Some(path)
+            }),
+            None => Some(Vec::new()),
+        }
+    }
+
+    /// The event index right after `line`, skipping nothing.
+    pub fn next_event(&self, line: Line) -> Option<&Event> {
+        self.events.get(line + 1)
+    }
+}
