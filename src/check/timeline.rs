@@ -1,10 +1,10 @@
 //! The facts every checker reads, derived once from a trace: operations with their delivery and
 //! settlement, and every effect with its answer, attributed to the operation whose run issued it.
 //!
-//! Attribution (conformance.md): a model request or tool call belongs to the run that first used
-//! its abort signal; a run belongs to the earliest delivered prompt-like operation whose run has
-//! not finished (settled or, for a mode, written) and that has no run yet. Hooks, appends and
-//! writes carry no signal and belong to the earliest unfinished prompt-like operation.
+//! Attribution (conformance.md): every effect belongs to the earliest delivered prompt-like
+//! operation whose run has not finished (settled or, for a mode, written) when it is issued.
+//! Runs are serial in a conforming runtime, so this is exact there; an implementation that
+//! overlaps runs is caught by QUEUE-1 and PROJECT-5, which look at signals.
 
 use std::collections::BTreeMap;
 
@@ -154,7 +154,6 @@ impl<'a> Timeline<'a> {
     fn derive(&mut self) {
         // Prompt-like operations whose run has not finished, in delivery order.
         let mut unfinished: Vec<OpId> = Vec::new();
-        let mut signal_owner: BTreeMap<SignalId, OpId> = BTreeMap::new();
         let mut request_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
         let mut tool_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
         let mut hook_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
@@ -184,7 +183,7 @@ impl<'a> Timeline<'a> {
                     messages,
                     tools,
                 } => {
-                    let op = self.owner_of_signal(*signal, &unfinished, &mut signal_owner);
+                    let op = self.claim(*signal, &unfinished);
                     request_by_effect.insert(*effect, self.requests.len());
                     self.requests.push(RequestInfo {
                         line,
@@ -204,7 +203,7 @@ impl<'a> Timeline<'a> {
                 }
                 Event::ModelChunk { .. } => {}
                 Event::ToolCall { effect, signal, call } => {
-                    let op = self.owner_of_signal(*signal, &unfinished, &mut signal_owner);
+                    let op = self.claim(*signal, &unfinished);
                     tool_by_effect.insert(*effect, self.tool_calls.len());
                     self.tool_calls.push(ToolCallInfo {
                         line,
@@ -296,22 +295,11 @@ impl<'a> Timeline<'a> {
         }
     }
 
-    fn owner_of_signal(
-        &mut self,
-        signal: SignalId,
-        unfinished: &[OpId],
-        owners: &mut BTreeMap<SignalId, OpId>,
-    ) -> Option<OpId> {
-        if let Some(op) = owners.get(&signal) {
-            return Some(*op);
-        }
-        let op = unfinished
-            .iter()
-            .copied()
-            .find(|op| self.op(*op).is_some_and(|info| info.signal.is_none()))?;
-        owners.insert(signal, op);
+    /// The operation running now; it records the first signal its run used.
+    fn claim(&mut self, signal: SignalId, unfinished: &[OpId]) -> Option<OpId> {
+        let op = unfinished.first().copied()?;
         if let Some(info) = self.op_mut(op) {
-            info.signal = Some(signal);
+            info.signal.get_or_insert(signal);
         }
         Some(op)
     }

@@ -1,0 +1,297 @@
+//! AGENT: the multi-step loop, steering, follow-ups, abort.
+
+use crate::model::{Message, StopReason};
+use crate::runtime::{OpValue, RunReason, Settlement};
+use crate::trace::{Event, Operation};
+
+use super::timeline::{OpInfo, RequestInfo, Timeline};
+use super::Violation;
+
+fn run_reason(info: &OpInfo) -> Option<RunReason> {
+    match &info.settled {
+        Some((_, Settlement::Resolved(OpValue::Run(result)))) => Some(result.reason),
+        Some((_, Settlement::Resolved(OpValue::Library { reason, .. }))) => Some(*reason),
+        _ => None,
+    }
+}
+
+fn has_user_text(request: &RequestInfo, text: &str) -> bool {
+    request
+        .messages
+        .iter()
+        .any(|message| matches!(message, Message::User(_)) && message.text() == text)
+}
+
+pub fn agent_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let steps_max = timeline.scenario.config.max_steps.max(1) as usize;
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
+        let requests = timeline.requests_of(info.op);
+        if requests.len() > steps_max {
+            violations.push(Violation::new(
+                "AGENT-1",
+                &[requests[steps_max].line],
+                format!(
+                    "{} made {} model requests; maxSteps is {steps_max}",
+                    info.op,
+                    requests.len()
+                ),
+            ));
+        }
+        if run_reason(info) == Some(RunReason::MaxSteps) && requests.len() != steps_max {
+            violations.push(Violation::new(
+                "AGENT-1",
+                &[info.settled.as_ref().map(|(line, _)| *line).unwrap_or(info.delivered)],
+                format!(
+                    "{} ended with max_steps after {} of {steps_max} requests",
+                    info.op,
+                    requests.len()
+                ),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn agent_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter() {
+        let Operation::Steer { text } = &info.operation else {
+            continue;
+        };
+        let Some(next) = timeline.requests.iter().find(|request| request.line > info.delivered) else {
+            continue;
+        };
+        if !has_user_text(next, text) {
+            violations.push(Violation::new(
+                "AGENT-2",
+                &[info.delivered, next.line],
+                format!("the next model request after steer {} does not carry {text:?}", info.op),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn agent_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter() {
+        let Operation::FollowUp { text } = &info.operation else {
+            continue;
+        };
+        let later: Vec<&RequestInfo> = timeline
+            .requests
+            .iter()
+            .filter(|request| request.line > info.delivered)
+            .collect();
+        for (index, request) in later.iter().enumerate() {
+            // Would the run have stopped before this request? Yes at a run's first request, or
+            // when the previous response of the same run had no tool call.
+            let previous = timeline
+                .requests
+                .iter()
+                .rfind(|earlier| earlier.op == request.op && earlier.line < request.line);
+            let would_stop = match previous.and_then(|earlier| earlier.response.as_ref()) {
+                None => true,
+                Some((_, response)) => response.tool_calls().is_empty(),
+            };
+            let carries = has_user_text(request, text);
+            if would_stop {
+                if !carries {
+                    violations.push(Violation::new(
+                        "AGENT-3",
+                        &[info.delivered, request.line],
+                        format!(
+                            "follow-up {} was not delivered when the run would have stopped",
+                            info.op
+                        ),
+                    ));
+                }
+                break;
+            }
+            if carries && index < later.len() {
+                violations.push(Violation::new(
+                    "AGENT-3",
+                    &[info.delivered, request.line],
+                    format!("follow-up {} was delivered mid-run, like a steer", info.op),
+                ));
+                break;
+            }
+        }
+    }
+    violations
+}
+
+pub fn agent_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (line, signal) in &timeline.aborts {
+        for request in timeline
+            .requests
+            .iter()
+            .filter(|request| request.signal == *signal && request.line > *line)
+        {
+            violations.push(Violation::new(
+                "AGENT-4",
+                &[*line, request.line],
+                format!("a model request with {signal} after it was aborted"),
+            ));
+        }
+        let owner = timeline
+            .requests
+            .iter()
+            .find(|request| request.signal == *signal)
+            .and_then(|request| request.op);
+        if let Some(info) = owner.and_then(|op| timeline.op(op)) {
+            if let Some(reason) = run_reason(info) {
+                if reason != RunReason::Aborted {
+                    violations.push(Violation::new(
+                        "AGENT-4",
+                        &[*line, info.settled.as_ref().map(|(at, _)| *at).unwrap_or(*line)],
+                        format!("{} was aborted but resolved with reason {}", info.op, reason.as_str()),
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
+pub fn agent_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let Some((response_line, response)) = &request.response else {
+            continue;
+        };
+        let calls = response.tool_calls();
+        if calls.is_empty() {
+            continue;
+        }
+        let next_response = timeline
+            .requests
+            .iter()
+            .filter(|later| later.op == request.op && later.line > *response_line)
+            .map(|later| later.line)
+            .min()
+            .unwrap_or(usize::MAX);
+        let executed: Vec<&str> = timeline
+            .tool_calls
+            .iter()
+            .filter(|core| core.op == request.op && core.line > *response_line && core.line < next_response)
+            .map(|core| core.call.id.as_str())
+            .collect();
+        let order: Vec<&str> = calls
+            .iter()
+            .map(|call| call.id.as_str())
+            .filter(|id| executed.contains(id))
+            .collect();
+        if executed != order {
+            violations.push(Violation::new(
+                "AGENT-5",
+                &[*response_line],
+                format!(
+                    "tool calls ran as [{}], the message orders them [{}]",
+                    executed.join(","),
+                    order.join(",")
+                ),
+            ));
+        }
+        if let Some(op) = request.op {
+            let appended = timeline.appended_messages(op);
+            let resolved = matches!(
+                timeline.op(op).and_then(|info| info.settled.as_ref()),
+                Some((_, Settlement::Resolved(_)))
+            );
+            if resolved && appended.iter().any(|message| message.as_assistant() == Some(response)) {
+                for call in &calls {
+                    let results = appended
+                        .iter()
+                        .filter(
+                            |message| matches!(message, Message::ToolResult(result) if result.tool_call_id == call.id),
+                        )
+                        .count();
+                    if results != 1 {
+                        violations.push(Violation::new(
+                            "AGENT-5",
+                            &[*response_line],
+                            format!(
+                                "tool call {} has {results} results in the transcript, expected 1",
+                                call.id
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    violations
+}
+
+pub fn agent_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let Some((response_line, response)) = &request.response else {
+            continue;
+        };
+        let ends = match response.stop_reason {
+            StopReason::Error => Some(RunReason::Error),
+            StopReason::Length if response.tool_calls().is_empty() => Some(RunReason::Length),
+            _ => None,
+        };
+        let Some(reason) = ends else { continue };
+        for later in timeline
+            .requests
+            .iter()
+            .filter(|later| later.op == request.op && later.line > *response_line)
+        {
+            violations.push(Violation::new(
+                "AGENT-6",
+                &[*response_line, later.line],
+                format!(
+                    "the run went on after a response with stopReason {}",
+                    response.stop_reason.as_str()
+                ),
+            ));
+        }
+        if let Some(info) = request.op.and_then(|op| timeline.op(op)) {
+            if let Some(got) = run_reason(info) {
+                if got != reason {
+                    violations.push(Violation::new(
+                        "AGENT-6",
+                        &[*response_line],
+                        format!(
+                            "{} resolved with reason {}, expected {}",
+                            info.op,
+                            got.as_str(),
+                            reason.as_str()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
+pub fn agent_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter().filter(|info| {
+        matches!(
+            info.operation,
+            Operation::Steer { .. } | Operation::FollowUp { .. } | Operation::Abort
+        )
+    }) {
+        let mut line = info.delivered + 1;
+        while matches!(timeline.events.get(line), Some(Event::AbortSignal { .. })) {
+            line += 1;
+        }
+        let settled_now = matches!(timeline.events.get(line), Some(Event::Settled { op, settlement: Settlement::Resolved(OpValue::Unit) }) if *op == info.op);
+        if !settled_now {
+            violations.push(Violation::new(
+                "AGENT-7",
+                &[info.delivered],
+                format!("{} {} did not settle at once", info.operation.name(), info.op),
+            ));
+        }
+    }
+    violations
+}

@@ -1,0 +1,127 @@
+//! CONTEXT: the budgeted projection's observable properties.
+
+use crate::model::{estimate_message_tokens, estimate_text_tokens, EntryBody, Message};
+
+use super::timeline::Timeline;
+use super::Violation;
+
+pub fn context_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let budget = timeline.scenario.config.context;
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let summary = timeline
+            .active_path_at(request.line)
+            .and_then(|path| latest_compaction_summary(&path));
+        let mut fixed = budget.reserved_output
+            + budget.safety_margin
+            + request.system_prompt.as_deref().map(estimate_text_tokens).unwrap_or(0);
+        let mut messages: &[Message] = &request.messages;
+        if summary.is_some() && !messages.is_empty() {
+            fixed += estimate_message_tokens(&messages[0]);
+            messages = &messages[1..];
+        }
+        let available = budget.total.saturating_sub(fixed);
+        let kept: u64 = messages.iter().map(estimate_message_tokens).sum();
+        if kept > available {
+            violations.push(Violation::new(
+                "CONTEXT-1",
+                &[request.line],
+                format!("the messages take {kept} tokens, but only {available} remain after {fixed} of fixed costs"),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn context_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        for (index, message) in request.messages.iter().enumerate() {
+            match message {
+                Message::Assistant(assistant) => {
+                    for call in assistant.tool_calls() {
+                        let answered = request.messages[index + 1..].iter().any(
+                            |later| matches!(later, Message::ToolResult(result) if result.tool_call_id == call.id),
+                        );
+                        if !answered {
+                            violations.push(Violation::new(
+                                "CONTEXT-2",
+                                &[request.line],
+                                format!("tool call {} is in the request without its result", call.id),
+                            ));
+                        }
+                    }
+                }
+                Message::ToolResult(result) => {
+                    let called = request.messages[..index].iter().any(|earlier| {
+                        earlier.as_assistant().is_some_and(|assistant| {
+                            assistant.tool_calls().iter().any(|call| call.id == result.tool_call_id)
+                        })
+                    });
+                    if !called {
+                        violations.push(Violation::new(
+                            "CONTEXT-2",
+                            &[request.line],
+                            format!(
+                                "the result of {} is in the request without its call",
+                                result.tool_call_id
+                            ),
+                        ));
+                    }
+                }
+                Message::User(_) => {}
+            }
+        }
+    }
+    violations
+}
+
+fn latest_compaction_summary(path: &[crate::model::SessionEntry]) -> Option<(String, String)> {
+    path.iter().rev().find_map(|entry| match &entry.body {
+        EntryBody::Compaction(compaction) => Some((compaction.summary.clone(), compaction.first_kept_entry_id.clone())),
+        _ => None,
+    })
+}
+
+pub fn context_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let Some(path) = timeline.active_path_at(request.line) else {
+            continue;
+        };
+        let Some((summary, first_kept)) = latest_compaction_summary(&path) else {
+            continue;
+        };
+        let starts_with_summary = request
+            .messages
+            .first()
+            .is_some_and(|first| first.text().contains(&summary));
+        if !starts_with_summary {
+            violations.push(Violation::new(
+                "CONTEXT-3",
+                &[request.line],
+                "the path holds a compaction, but the request does not start with its summary",
+            ));
+        }
+        let compaction_at = path.iter().rposition(|entry| entry.kind() == "compaction").unwrap_or(0);
+        let kept_at = path[..compaction_at]
+            .iter()
+            .position(|entry| entry.id == first_kept)
+            .unwrap_or(compaction_at);
+        let kept: Vec<&Message> = path[kept_at..].iter().filter_map(|entry| entry.as_message()).collect();
+        for entry in &path[..kept_at] {
+            let Some(message) = entry.as_message() else { continue };
+            if !kept.contains(&message) && request.messages.contains(message) {
+                violations.push(Violation::new(
+                    "CONTEXT-3",
+                    &[request.line],
+                    format!(
+                        "entry `{}` is before firstKeptEntryId `{first_kept}` but reached the model",
+                        entry.id
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}

@@ -1,0 +1,242 @@
+//! LIFE: flush and dispose.
+
+use crate::runtime::{OpValue, Settlement};
+use crate::trace::{Event, Operation};
+
+use super::timeline::{OpInfo, Timeline};
+use super::Violation;
+
+fn ops_of<'t>(timeline: &'t Timeline<'_>, name: &str) -> Vec<&'t OpInfo> {
+    timeline
+        .ops
+        .iter()
+        .filter(|info| info.operation.name() == name)
+        .collect()
+}
+
+fn is_valid_prompt(info: &OpInfo) -> bool {
+    match &info.operation {
+        Operation::Mode { mode, .. } => matches!(mode.as_str(), "interactive" | "print" | "json"),
+        other => other.is_prompt_like(),
+    }
+}
+
+/// Prompt-like operations delivered before `line`, whose run had not finished by then.
+fn accepted_before<'t>(timeline: &'t Timeline<'_>, line: usize) -> Vec<&'t OpInfo> {
+    timeline
+        .ops
+        .iter()
+        .filter(|info| is_valid_prompt(info) && info.delivered < line)
+        .filter(|info| info.run_finished.is_none_or(|finished| finished > line))
+        .collect()
+}
+
+pub fn life_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for flush in ops_of(timeline, "flush") {
+        let Some((settled, _)) = &flush.settled else { continue };
+        for prompt in accepted_before(timeline, flush.delivered) {
+            if prompt.run_finished.is_none_or(|finished| finished > *settled) {
+                violations.push(Violation::new(
+                    "LIFE-1",
+                    &[flush.delivered, *settled],
+                    format!(
+                        "flush {} settled before {}, accepted before it, finished",
+                        flush.op, prompt.op
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn life_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let prompts = timeline.ops.iter().filter(|info| is_valid_prompt(info)).count();
+    let mut signals: Vec<_> = timeline.requests.iter().map(|request| request.signal).collect();
+    signals.sort();
+    signals.dedup();
+    if signals.len() > prompts {
+        let line = timeline.requests.last().map(|request| request.line).unwrap_or(0);
+        violations.push(Violation::new(
+            "LIFE-2",
+            &[line],
+            format!(
+                "{} agent runs for {prompts} prompts: something created work",
+                signals.len()
+            ),
+        ));
+    }
+    for flush in ops_of(timeline, "flush") {
+        if !accepted_before(timeline, flush.delivered).is_empty() {
+            continue;
+        }
+        let next_is_settlement =
+            matches!(timeline.next_event(flush.delivered), Some(Event::Settled { op, .. }) if *op == flush.op);
+        if !next_is_settlement {
+            violations.push(Violation::new(
+                "LIFE-2",
+                &[flush.delivered],
+                format!("flush {} on an idle runtime did not settle at once", flush.op),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn life_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for flush in ops_of(timeline, "flush") {
+        let Some((settled, settlement)) = &flush.settled else {
+            continue;
+        };
+        let expected = match timeline.first_failure() {
+            Some((failed_at, cause, _)) if failed_at < *settled => Settlement::Rejected(cause.clone()),
+            _ => Settlement::Resolved(OpValue::Unit),
+        };
+        if settlement != &expected {
+            violations.push(Violation::new(
+                "LIFE-3",
+                &[*settled],
+                format!(
+                    "flush {} settled {}, expected {}",
+                    flush.op,
+                    crate::trace::describe_settlement(settlement),
+                    crate::trace::describe_settlement(&expected)
+                ),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn life_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some(first_dispose) = ops_of(timeline, "dispose").first().map(|info| info.delivered) else {
+        return Vec::new();
+    };
+    let mut violations = Vec::new();
+    for info in timeline
+        .ops
+        .iter()
+        .filter(|info| info.is_prompt_like() && info.delivered > first_dispose)
+    {
+        let immediate = matches!(timeline.next_event(info.delivered), Some(Event::Settled { op, settlement: Settlement::Rejected(_) }) if *op == info.op);
+        if !immediate {
+            violations.push(Violation::new(
+                "LIFE-4",
+                &[first_dispose, info.delivered],
+                format!("{} arrived after dispose but was not rejected at once", info.op),
+            ));
+        }
+        if !timeline.requests_of(info.op).is_empty() || !timeline.appends_of(info.op).is_empty() {
+            violations.push(Violation::new(
+                "LIFE-4",
+                &[info.delivered],
+                format!("{} arrived after dispose and still ran", info.op),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn life_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some(dispose) = ops_of(timeline, "dispose").into_iter().next() else {
+        return Vec::new();
+    };
+    let mut violations = Vec::new();
+    for prompt in accepted_before(timeline, dispose.delivered) {
+        if let Some((settled, _)) = &dispose.settled {
+            if prompt.run_finished.is_none_or(|finished| finished > *settled) {
+                violations.push(Violation::new(
+                    "LIFE-5",
+                    &[dispose.delivered, *settled],
+                    format!(
+                        "dispose {} settled before {}, accepted before it, finished",
+                        dispose.op, prompt.op
+                    ),
+                ));
+            }
+        }
+        if let Some(cause) = prompt.rejected_cause() {
+            if cause.code == crate::runtime::disposed_cause().code {
+                violations.push(Violation::new(
+                    "LIFE-5",
+                    &[prompt
+                        .settled
+                        .as_ref()
+                        .map(|(line, _)| *line)
+                        .unwrap_or(prompt.delivered)],
+                    format!("{} was accepted before dispose but rejected as disposed", prompt.op),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn life_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let disposes = ops_of(timeline, "dispose");
+    let Some(first) = disposes.first() else {
+        return Vec::new();
+    };
+    let mut violations = Vec::new();
+    for later in &disposes[1..] {
+        match (&first.settled, &later.settled) {
+            (Some((first_line, first_outcome)), Some((line, outcome))) => {
+                if outcome != first_outcome {
+                    violations.push(Violation::new(
+                        "LIFE-6",
+                        &[*first_line, *line],
+                        format!("dispose {} settled differently from dispose {}", later.op, first.op),
+                    ));
+                }
+                if later.delivered > *first_line {
+                    let immediate = matches!(timeline.next_event(later.delivered), Some(Event::Settled { op, .. }) if *op == later.op);
+                    if !immediate {
+                        violations.push(Violation::new(
+                            "LIFE-6",
+                            &[later.delivered],
+                            format!(
+                                "dispose {} came after dispose {} settled, yet did not settle at once",
+                                later.op, first.op
+                            ),
+                        ));
+                    }
+                }
+            }
+            (None, Some((line, _))) => violations.push(Violation::new(
+                "LIFE-6",
+                &[*line],
+                format!("dispose {} settled while dispose {} never did", later.op, first.op),
+            )),
+            _ => {}
+        }
+    }
+    violations
+}
+
+pub fn life_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((end, pending)) = &timeline.end else {
+        return Vec::new();
+    };
+    if !pending.is_empty() {
+        return Vec::new();
+    }
+    timeline
+        .ops
+        .iter()
+        .filter(|info| info.settled.is_none())
+        .map(|info| {
+            Violation::new(
+                "LIFE-7",
+                &[info.delivered, *end],
+                format!(
+                    "{} {} never settled, though nothing was pending",
+                    info.operation.name(),
+                    info.op
+                ),
+            )
+        })
+        .collect()
+}

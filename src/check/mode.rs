@@ -1,0 +1,243 @@
+//! MODE: output modes and the library adapter.
+
+use serde_json::Value;
+
+use crate::model::Message;
+use crate::runtime::{OpValue, Settlement};
+use crate::trace::{Event, Operation};
+
+use super::timeline::{OpInfo, Timeline};
+use super::Violation;
+
+fn mode_ops<'t>(timeline: &'t Timeline<'_>) -> Vec<(&'t OpInfo, &'t str)> {
+    timeline
+        .ops
+        .iter()
+        .filter_map(|info| match &info.operation {
+            Operation::Mode { mode, .. } => Some((info, mode.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn known(mode: &str) -> bool {
+    matches!(mode, "interactive" | "print" | "json")
+}
+
+fn last_assistant_text(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find_map(Message::as_assistant)
+        .map(|assistant| assistant.text())
+}
+
+pub fn mode_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (info, mode) in mode_ops(timeline) {
+        let Some(write) = timeline.writes.iter().find(|write| write.op == Some(info.op)) else {
+            continue;
+        };
+        let appended = timeline.appended_messages(info.op);
+        match mode {
+            "interactive" | "print" => {
+                if let Some(expected) = last_assistant_text(&appended) {
+                    if write.text != expected {
+                        violations.push(Violation::new(
+                            "MODE-1",
+                            &[write.line],
+                            format!(
+                                "{mode} wrote {:?}, the final assistant text is {expected:?}",
+                                write.text
+                            ),
+                        ));
+                    }
+                }
+            }
+            "json" => {
+                let problem = json_problem(&write.text, &appended);
+                if let Some(problem) = problem {
+                    violations.push(Violation::new("MODE-1", &[write.line], format!("json mode: {problem}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+fn json_problem(text: &str, appended: &[Message]) -> Option<String> {
+    let Some(body) = text.strip_suffix('\n') else {
+        return Some("the output does not end with a newline".into());
+    };
+    if body.contains('\n') {
+        return Some("the output is more than one line".into());
+    }
+    let value: Value = match serde_json::from_str(body) {
+        Ok(value) => value,
+        Err(error) => return Some(format!("the output is not JSON: {error}")),
+    };
+    let Some(object) = value.as_object() else {
+        return Some("the output is not an object".into());
+    };
+    let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    if keys != ["reason", "steps", "messages"] {
+        return Some(format!(
+            "keys are [{}], expected [reason,steps,messages]",
+            keys.join(",")
+        ));
+    }
+    if !object["reason"].is_string() || !object["steps"].is_u64() {
+        return Some("reason must be a string and steps a number".into());
+    }
+    let Some(messages) = object["messages"].as_array() else {
+        return Some("messages is not an array".into());
+    };
+    let expected: Vec<Value> = appended
+        .iter()
+        .map(|message| serde_json::to_value(message).expect("messages serialize"))
+        .collect();
+    if !messages.ends_with(&expected) {
+        return Some("messages do not end with the messages the run appended".into());
+    }
+    None
+}
+
+pub fn mode_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (info, mode) in mode_ops(timeline) {
+        if !known(mode)
+            || info.rejected_cause().is_some_and(|cause| {
+                timeline.first_failure().is_some_and(|(_, poison, _)| poison == cause)
+                    || cause.code == crate::runtime::disposed_cause().code
+            })
+        {
+            continue;
+        }
+        let writes = timeline.writes.iter().filter(|write| write.op == Some(info.op)).count();
+        let text = info.operation.text().unwrap_or_default();
+        let prompts = timeline
+            .appended_messages(info.op)
+            .iter()
+            .filter(|message| matches!(message, Message::User(_)) && message.text() == text)
+            .count();
+        let finished = info.settled.is_some();
+        if finished && (writes != 1 || prompts != 1) {
+            violations.push(Violation::new(
+                "MODE-2",
+                &[info.delivered],
+                format!(
+                    "mode {} prompted {prompts} times and wrote {writes} times; expected once each",
+                    info.op
+                ),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn mode_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (info, mode) in mode_ops(timeline) {
+        if known(mode) {
+            continue;
+        }
+        let immediate = matches!(timeline.next_event(info.delivered), Some(Event::Settled { op, settlement: Settlement::Rejected(_) }) if *op == info.op);
+        if !immediate {
+            violations.push(Violation::new(
+                "MODE-3",
+                &[info.delivered],
+                format!("unknown mode `{mode}` was not rejected at once"),
+            ));
+        }
+        if !timeline.requests_of(info.op).is_empty() || !timeline.appends_of(info.op).is_empty() {
+            violations.push(Violation::new(
+                "MODE-3",
+                &[info.delivered],
+                format!("unknown mode `{mode}` still prompted"),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn mode_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for write in &timeline.writes {
+        let Some((answered, Some(cause))) = &write.answer else {
+            continue;
+        };
+        let Some(info) = write.op.and_then(|op| timeline.op(op)) else {
+            continue;
+        };
+        match &info.settled {
+            Some((_, Settlement::Rejected(got))) if got == cause => {}
+            Some((line, settlement)) => violations.push(Violation::new(
+                "MODE-4",
+                &[*answered, *line],
+                format!(
+                    "the write failed with {cause}, but {} settled {}",
+                    info.op,
+                    crate::trace::describe_settlement(settlement)
+                ),
+            )),
+            None => {}
+        }
+        for append in timeline
+            .appends_of(info.op)
+            .iter()
+            .filter(|append| append.accepted_before(*answered))
+        {
+            if !timeline.store.iter().any(|entry| entry.id == append.entry.id) {
+                violations.push(Violation::new(
+                    "MODE-4",
+                    &[append.line, *answered],
+                    format!("entry `{}` was rolled back after the output error", append.entry.id),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn mode_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in timeline
+        .ops
+        .iter()
+        .filter(|info| matches!(info.operation, Operation::Library { .. }))
+    {
+        if timeline.writes.iter().any(|write| write.op == Some(info.op)) {
+            violations.push(Violation::new(
+                "MODE-5",
+                &[info.delivered],
+                format!("library call {} wrote output", info.op),
+            ));
+        }
+        let Some((line, settlement)) = &info.settled else {
+            continue;
+        };
+        match settlement {
+            Settlement::Resolved(OpValue::Library { text, .. }) => {
+                let expected = last_assistant_text(&timeline.appended_messages(info.op));
+                if expected.as_ref().is_some_and(|expected| expected != text) {
+                    violations.push(Violation::new(
+                        "MODE-5",
+                        &[*line],
+                        format!(
+                            "library text {text:?}, the last assistant text is {:?}",
+                            expected.unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            Settlement::Resolved(other) => violations.push(Violation::new(
+                "MODE-5",
+                &[*line],
+                format!("library call resolved with {other:?}, expected {{reason, text}}"),
+            )),
+            Settlement::Rejected(_) => {}
+        }
+    }
+    violations
+}

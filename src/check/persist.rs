@@ -1,0 +1,262 @@
+//! PERSIST: only the new suffix, one entry at a time, leaf after acceptance, resolve after all.
+
+use crate::model::{Message, SessionEntry};
+use crate::runtime::{OpValue, Settlement};
+
+use super::timeline::Timeline;
+use super::Violation;
+
+/// Prompt-like operations that appended something, with their appends.
+fn appending_ops<'t>(
+    timeline: &'t Timeline<'_>,
+) -> Vec<(&'t super::timeline::OpInfo, Vec<&'t super::timeline::AppendInfo>)> {
+    timeline
+        .ops
+        .iter()
+        .filter(|info| info.is_prompt_like())
+        .map(|info| (info, timeline.appends_of(info.op)))
+        .filter(|(_, appends)| !appends.is_empty())
+        .collect()
+}
+
+pub fn persist_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut earlier: Vec<Message> = timeline
+        .scenario
+        .session
+        .iter()
+        .filter_map(SessionEntry::as_message)
+        .cloned()
+        .collect();
+    for (info, appends) in appending_ops(timeline) {
+        let first = appends[0];
+        let text = info.operation.text().unwrap_or_default();
+        let is_own_user = matches!(first.entry.as_message(), Some(Message::User(_)))
+            && first.entry.as_message().is_some_and(|message| message.text() == text);
+        if !is_own_user {
+            violations.push(Violation::new(
+                "PERSIST-1",
+                &[first.line],
+                format!(
+                    "{}'s first appended entry is not its own user message {text:?}",
+                    info.op
+                ),
+            ));
+        }
+        for append in &appends {
+            if let Some(message) = append.entry.as_message() {
+                if earlier.contains(message) {
+                    violations.push(Violation::new(
+                        "PERSIST-1",
+                        &[append.line],
+                        format!(
+                            "entry `{}` appends a {} message that was already in the session",
+                            append.entry.id,
+                            message.role()
+                        ),
+                    ));
+                }
+            }
+        }
+        earlier.extend(appends.iter().filter_map(|append| append.entry.as_message().cloned()));
+    }
+    violations
+}
+
+pub fn persist_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (info, appends) in appending_ops(timeline) {
+        let expected_first = timeline.leaf_at(appends[0].line);
+        if appends[0].entry.parent_id != expected_first {
+            violations.push(Violation::new(
+                "PERSIST-2",
+                &[appends[0].line],
+                format!(
+                    "{}'s first entry has parent {:?}; the leaf at its start was {:?}",
+                    info.op, appends[0].entry.parent_id, expected_first
+                ),
+            ));
+        }
+        for pair in appends.windows(2) {
+            if pair[1].entry.parent_id.as_deref() != Some(pair[0].entry.id.as_str()) {
+                violations.push(Violation::new(
+                    "PERSIST-2",
+                    &[pair[0].line, pair[1].line],
+                    format!(
+                        "entry `{}` has parent {:?}, expected the previous entry `{}`",
+                        pair[1].entry.id, pair[1].entry.parent_id, pair[0].entry.id
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn persist_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (index, append) in timeline.appends.iter().enumerate() {
+        for earlier in &timeline.appends[..index] {
+            let unanswered = earlier.answer.as_ref().is_none_or(|(line, _)| *line > append.line);
+            if unanswered {
+                violations.push(Violation::new(
+                    "PERSIST-3",
+                    &[earlier.line, append.line],
+                    format!(
+                        "entry `{}` was appended while `{}` was unanswered",
+                        append.entry.id, earlier.entry.id
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn persist_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let ids = &timeline.scenario.config.ids;
+    timeline
+        .appends
+        .iter()
+        .enumerate()
+        .filter(|(index, append)| append.entry.id != ids.nth(*index as u64))
+        .map(|(index, append)| {
+            Violation::new(
+                "PERSIST-4",
+                &[append.line],
+                format!(
+                    "append {} has id `{}`, createId's id {} is `{}`",
+                    index + 1,
+                    append.entry.id,
+                    index + 1,
+                    ids.nth(index as u64)
+                ),
+            )
+        })
+        .collect()
+}
+
+pub fn persist_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let restored: Vec<&str> = timeline
+        .initial_path
+        .iter()
+        .flatten()
+        .map(|entry| entry.id.as_str())
+        .collect();
+    for append in &timeline.appends {
+        let parent_ok = match append.entry.parent_id.as_deref() {
+            None => restored.is_empty() && !timeline.appends.iter().any(|other| other.accepted_before(append.line)),
+            Some(parent) => {
+                restored.contains(&parent)
+                    || timeline
+                        .appends
+                        .iter()
+                        .any(|other| other.entry.id == parent && other.accepted_before(append.line))
+            }
+        };
+        if !parent_ok {
+            violations.push(Violation::new(
+                "PERSIST-5",
+                &[append.line],
+                format!(
+                    "entry `{}` has parent {:?}, which the store had not accepted",
+                    append.entry.id, append.entry.parent_id
+                ),
+            ));
+        }
+    }
+    for (info, appends) in appending_ops(timeline) {
+        if let Some(failed) = appends.iter().find(|append| append.failed().is_some()) {
+            let failed_at = failed.failed().map(|(line, _)| line).unwrap_or(failed.line);
+            for later in appends.iter().filter(|append| append.line > failed_at) {
+                violations.push(Violation::new(
+                    "PERSIST-5",
+                    &[failed_at, later.line],
+                    format!(
+                        "{} appended `{}` after its append of `{}` failed",
+                        info.op, later.entry.id, failed.entry.id
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn persist_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
+        // The moment the caller learns of success: a resolved settlement, or a mode's write.
+        let resolved_at = match &info.settled {
+            Some((line, Settlement::Resolved(_))) => Some(*line),
+            _ => None,
+        };
+        let write_at = timeline
+            .writes
+            .iter()
+            .find(|write| write.op == Some(info.op))
+            .map(|write| write.line);
+        let Some(success_at) = write_at.or(resolved_at) else {
+            continue;
+        };
+        let appends = timeline.appends_of(info.op);
+        if !timeline.all_appends_accepted_before(info.op, success_at) {
+            violations.push(Violation::new(
+                "PERSIST-6",
+                &[success_at],
+                format!(
+                    "{} succeeded before the store accepted all of its {} entries",
+                    info.op,
+                    appends.len()
+                ),
+            ));
+            continue;
+        }
+        if let Some((line, Settlement::Resolved(OpValue::Run(result)))) = &info.settled {
+            let appended: Vec<Message> = appends
+                .iter()
+                .filter_map(|append| append.entry.as_message().cloned())
+                .collect();
+            if !result.messages.ends_with(&appended) {
+                violations.push(Violation::new(
+                    "PERSIST-6",
+                    &[*line],
+                    format!(
+                        "{}'s resolved messages do not end with the {} entries it appended",
+                        info.op,
+                        appended.len()
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn persist_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (info, appends) in appending_ops(timeline) {
+        let requests = timeline.requests_of(info.op);
+        let Some(first) = requests.first() else { continue };
+        let last_response = requests
+            .iter()
+            .filter_map(|request| request.response.as_ref().map(|(line, _)| *line))
+            .max()
+            .unwrap_or(first.line);
+        for append in appends
+            .iter()
+            .filter(|append| append.line > first.line && append.line < last_response)
+        {
+            violations.push(Violation::new(
+                "PERSIST-7",
+                &[append.line, last_response],
+                format!(
+                    "entry `{}` was appended while {}'s agent run was still going",
+                    append.entry.id, info.op
+                ),
+            ));
+        }
+    }
+    violations
+}

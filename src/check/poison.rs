@@ -1,0 +1,180 @@
+//! POISON: the first failed append poisons the runtime for good, with that cause.
+
+use std::collections::BTreeMap;
+
+use crate::runtime::Settlement;
+use crate::trace::{Event, Operation};
+
+use super::timeline::Timeline;
+use super::Violation;
+
+pub fn poison_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((line, cause, append)) = timeline.first_failure() else {
+        return Vec::new();
+    };
+    let Some(op) = append.op.and_then(|op| timeline.op(op)) else {
+        return Vec::new();
+    };
+    match &op.settled {
+        Some((_, Settlement::Rejected(got))) if got == cause => Vec::new(),
+        Some((settled, settlement)) => vec![Violation::new(
+            "POISON-1",
+            &[line, *settled],
+            format!(
+                "{}'s append failed with {cause}, but it settled {}",
+                op.op,
+                crate::trace::describe_settlement(settlement)
+            ),
+        )],
+        None => Vec::new(),
+    }
+}
+
+pub fn poison_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((failed_at, cause, _)) = timeline.first_failure() else {
+        return Vec::new();
+    };
+    timeline.events[failed_at + 1..]
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| matches!(event, Event::ModelRequest { .. } | Event::Append { .. }))
+        .map(|(offset, event)| {
+            let what = if matches!(event, Event::Append { .. }) {
+                "an append"
+            } else {
+                "a model request"
+            };
+            Violation::new(
+                "POISON-2",
+                &[failed_at, failed_at + 1 + offset],
+                format!("{what} after the append failure ({cause}): a poisoned runtime does nothing more"),
+            )
+        })
+        .collect()
+}
+
+pub fn poison_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((failed_at, cause, append)) = timeline.first_failure() else {
+        return Vec::new();
+    };
+    let mut violations = Vec::new();
+    for info in timeline
+        .ops
+        .iter()
+        .filter(|info| info.is_prompt_like() && info.delivered < failed_at)
+    {
+        if Some(info.op) == append.op || info.run_finished.is_some_and(|finished| finished < failed_at) {
+            continue;
+        }
+        if let Some((line, settlement)) = &info.settled {
+            if settlement != &Settlement::Rejected(cause.clone()) && !is_unknown_mode(&info.operation) {
+                violations.push(Violation::new(
+                    "POISON-3",
+                    &[failed_at, *line],
+                    format!(
+                        "{} was queued at the failure but settled {}",
+                        info.op,
+                        crate::trace::describe_settlement(settlement)
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// A mode operation with a name no runtime knows fails before any prompt (MODE-3).
+fn is_unknown_mode(operation: &Operation) -> bool {
+    matches!(operation, Operation::Mode { mode, .. } if !matches!(mode.as_str(), "interactive" | "print" | "json"))
+}
+
+pub fn poison_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((failed_at, cause, _)) = timeline.first_failure() else {
+        return Vec::new();
+    };
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter().filter(|info| info.delivered > failed_at) {
+        let poisonable = info.is_prompt_like() || matches!(info.operation, Operation::Flush);
+        if !poisonable || is_unknown_mode(&info.operation) {
+            continue;
+        }
+        if let Some((line, settlement)) = &info.settled {
+            if settlement != &Settlement::Rejected(cause.clone()) {
+                violations.push(Violation::new(
+                    "POISON-4",
+                    &[failed_at, *line],
+                    format!(
+                        "{} {} came after the failure ({cause}) but settled {}",
+                        info.operation.name(),
+                        info.op,
+                        crate::trace::describe_settlement(settlement)
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn poison_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let end = timeline
+        .end
+        .as_ref()
+        .map(|(line, _)| *line)
+        .unwrap_or(timeline.events.len().saturating_sub(1));
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for entry in timeline.store {
+        *seen.entry(entry.id.as_str()).or_default() += 1;
+    }
+    for (id, count) in &seen {
+        if *count > 1 {
+            violations.push(Violation::new(
+                "POISON-5",
+                &[end],
+                format!("the store holds {count} entries with id `{id}`"),
+            ));
+        }
+    }
+    for entry in timeline.store {
+        if let Some(parent) = &entry.parent_id {
+            if !seen.contains_key(parent.as_str()) {
+                violations.push(Violation::new(
+                    "POISON-5",
+                    &[end],
+                    format!(
+                        "stored entry `{}` names parent `{parent}`, which the store does not hold",
+                        entry.id
+                    ),
+                ));
+            }
+        }
+    }
+    let appended: Vec<&str> = timeline.appends.iter().map(|append| append.entry.id.as_str()).collect();
+    let mut children: BTreeMap<Option<&str>, Vec<&str>> = BTreeMap::new();
+    for entry in timeline
+        .store
+        .iter()
+        .filter(|entry| appended.contains(&entry.id.as_str()))
+    {
+        children
+            .entry(entry.parent_id.as_deref())
+            .or_default()
+            .push(entry.id.as_str());
+    }
+    for (parent, ids) in children {
+        if ids.len() > 1 {
+            violations.push(Violation::new(
+                "POISON-5",
+                &[end],
+                format!(
+                    "{:?} gained {} appended children [{}]: a retry wrote a second copy",
+                    parent,
+                    ids.len(),
+                    ids.join(",")
+                ),
+            ));
+        }
+    }
+    violations
+}

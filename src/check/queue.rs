@@ -1,0 +1,115 @@
+//! QUEUE: one operation queue, beforeCount at operation start.
+
+use std::collections::BTreeMap;
+
+use crate::model::Message;
+use crate::runtime::{OpValue, Settlement, SignalId};
+
+use super::timeline::Timeline;
+use super::Violation;
+
+pub fn queue_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    // Runs are the spans of their signals' use; two spans may not overlap.
+    let mut spans: BTreeMap<SignalId, (usize, usize)> = BTreeMap::new();
+    let uses = timeline
+        .requests
+        .iter()
+        .flat_map(|request| {
+            let end = request.response.as_ref().map(|(line, _)| *line).unwrap_or(request.line);
+            [(request.signal, request.line), (request.signal, end)]
+        })
+        .chain(timeline.tool_calls.iter().flat_map(|call| {
+            let end = call.answer.as_ref().map(|(line, _)| *line).unwrap_or(call.line);
+            [(call.signal, call.line), (call.signal, end)]
+        }));
+    for (signal, line) in uses {
+        let span = spans.entry(signal).or_insert((line, line));
+        span.0 = span.0.min(line);
+        span.1 = span.1.max(line);
+    }
+    let spans: Vec<(SignalId, (usize, usize))> = spans.into_iter().collect();
+    for (index, (signal, (start, end))) in spans.iter().enumerate() {
+        for (other, (other_start, other_end)) in &spans[index + 1..] {
+            if start < other_end && other_start < end {
+                violations.push(Violation::new(
+                    "QUEUE-1",
+                    &[*start.max(other_start)],
+                    format!("the runs of {signal} and {other} overlap: prompts must run one at a time"),
+                ));
+            }
+        }
+    }
+    // Prompt-like operations that succeed settle in arrival order.
+    let mut last: Option<(usize, crate::runtime::OpId)> = None;
+    for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
+        let Some((line, Settlement::Resolved(_))) = &info.settled else {
+            continue;
+        };
+        let finished = info.run_finished.unwrap_or(*line);
+        if let Some((previous_line, previous_op)) = last {
+            if finished < previous_line {
+                violations.push(Violation::new(
+                    "QUEUE-1",
+                    &[finished, previous_line],
+                    format!("{} finished before {previous_op}, which arrived earlier", info.op),
+                ));
+            }
+        }
+        last = Some((finished, info.op));
+    }
+    violations
+}
+
+pub fn queue_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
+        let succeeded = matches!(
+            &info.settled,
+            Some((_, Settlement::Resolved(OpValue::Run(_) | OpValue::Library { .. })))
+        ) || timeline.writes.iter().any(|write| write.op == Some(info.op));
+        if !succeeded {
+            continue;
+        }
+        let appended = timeline.appended_messages(info.op);
+        let Some(first) = timeline.appends_of(info.op).first().map(|append| append.line) else {
+            continue;
+        };
+        let text = info.operation.text().unwrap_or_default();
+        if !matches!(appended.first(), Some(Message::User(user)) if Message::User(user.clone()).text() == text) {
+            violations.push(Violation::new(
+                "QUEUE-2",
+                &[first],
+                format!("{} did not append its own user message first", info.op),
+            ));
+        }
+        let appended_assistants: Vec<&Message> = appended
+            .iter()
+            .filter(|message| message.as_assistant().is_some())
+            .collect();
+        let responses: Vec<Message> = timeline
+            .requests_of(info.op)
+            .iter()
+            .filter_map(|request| {
+                request
+                    .response
+                    .as_ref()
+                    .map(|(_, message)| Message::Assistant(message.clone()))
+            })
+            .collect();
+        let responses: Vec<&Message> = responses.iter().collect();
+        if appended_assistants != responses {
+            violations.push(Violation::new(
+                "QUEUE-2",
+                &[first],
+                format!(
+                    "{} appended {} assistant messages, but its run received {} model responses: it must append exactly its own",
+                    info.op,
+                    appended_assistants.len(),
+                    responses.len()
+                ),
+            ));
+        }
+    }
+    violations
+}

@@ -1,0 +1,202 @@
+//! RESTORE and PATH: choosing the branch the agent starts from.
+
+use crate::model::{path_to, PathError, SessionEntry};
+use crate::trace::Event;
+
+use super::timeline::Timeline;
+use super::Violation;
+
+fn session_is_empty(timeline: &Timeline<'_>) -> bool {
+    timeline.scenario.session.is_empty()
+}
+
+fn leaf<'s>(timeline: &Timeline<'s>) -> Option<&'s str> {
+    timeline.scenario.config.active_leaf_id.as_deref()
+}
+
+/// A restore that should have been rejected, or accepted, was not.
+fn expect_rejected(rule: &str, timeline: &Timeline<'_>, code: Option<&str>, why: &str) -> Vec<Violation> {
+    match (&timeline.restore_failed, &timeline.restored) {
+        (Some((line, cause)), _) => match code {
+            Some(code) if cause.code != code => {
+                vec![Violation::new(
+                    rule,
+                    &[*line],
+                    format!("{why}: rejected with `{}`, expected `{code}`", cause.code),
+                )]
+            }
+            _ => Vec::new(),
+        },
+        (None, Some((line, _, _))) => vec![Violation::new(rule, &[*line], format!("{why}, but restore succeeded"))],
+        (None, None) => Vec::new(),
+    }
+}
+
+pub fn restore_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    if !session_is_empty(timeline) || leaf(timeline).is_some() {
+        return Vec::new();
+    }
+    match (&timeline.restore_failed, &timeline.restored) {
+        (Some((line, cause)), _) => vec![Violation::new(
+            "RESTORE-1",
+            &[*line],
+            format!("an empty session with a null leaf must restore, but was rejected: {cause}"),
+        )],
+        (None, Some((line, _, messages))) if *messages != 0 => vec![Violation::new(
+            "RESTORE-1",
+            &[*line],
+            format!("an empty session restored {messages} messages"),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+pub fn restore_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    if !session_is_empty(timeline) || leaf(timeline).is_none() {
+        return Vec::new();
+    }
+    let mut violations = expect_rejected(
+        "RESTORE-2",
+        timeline,
+        None,
+        "an empty session with a leaf id must be rejected (no such leaf)",
+    );
+    violations.extend(effects_after_failed_restore("RESTORE-2", timeline));
+    violations
+}
+
+pub fn restore_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    if session_is_empty(timeline) || leaf(timeline).is_some() {
+        return Vec::new();
+    }
+    expect_rejected(
+        "RESTORE-3",
+        timeline,
+        None,
+        "a non-empty session with a null leaf must be rejected (no branch chosen)",
+    )
+}
+
+pub fn restore_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some(leaf) = leaf(timeline) else { return Vec::new() };
+    let Ok(path) = path_to(&timeline.scenario.session, leaf) else {
+        return Vec::new();
+    };
+    let mut violations = Vec::new();
+    let expected = path.iter().filter(|entry| entry.as_message().is_some()).count();
+    match (&timeline.restore_failed, &timeline.restored) {
+        (Some((line, cause)), _) => {
+            violations.push(Violation::new(
+                "RESTORE-4",
+                &[*line],
+                format!("leaf `{leaf}` has a valid path, but restore was rejected: {cause}"),
+            ));
+            return violations;
+        }
+        (None, Some((line, _, messages))) if *messages != expected => violations.push(Violation::new(
+            "RESTORE-4",
+            &[*line],
+            format!("restored {messages} messages; the path to `{leaf}` holds {expected} message entries"),
+        )),
+        _ => {}
+    }
+    // No message that exists only off the chosen path may reach the model.
+    let on_path: Vec<&SessionEntry> = path.iter().collect();
+    let off_path: Vec<&crate::model::Message> = timeline
+        .scenario
+        .session
+        .iter()
+        .filter(|entry| !on_path.iter().any(|kept| kept.id == entry.id))
+        .filter_map(SessionEntry::as_message)
+        .filter(|message| !on_path.iter().any(|kept| kept.as_message() == Some(*message)))
+        .collect();
+    for request in &timeline.requests {
+        if let Some(leaked) = request.messages.iter().find(|message| off_path.contains(message)) {
+            violations.push(Violation::new(
+                "RESTORE-4",
+                &[request.line],
+                format!(
+                    "the request carries a {} message from outside the path to `{leaf}`: {:?}",
+                    leaked.role(),
+                    leaked.text()
+                ),
+            ));
+        }
+    }
+    violations
+}
+
+pub fn restore_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let first_delivery = timeline
+        .ops
+        .first()
+        .map(|op| op.delivered)
+        .unwrap_or(timeline.events.len());
+    timeline.events[..first_delivery]
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| {
+            matches!(
+                event,
+                Event::ModelRequest { .. }
+                    | Event::Append { .. }
+                    | Event::ToolCall { .. }
+                    | Event::Hook { .. }
+                    | Event::Write { .. }
+            )
+        })
+        .map(|(line, _)| Violation::new("RESTORE-5", &[line], "an effect was issued before any operation"))
+        .collect()
+}
+
+fn effects_after_failed_restore(rule: &str, timeline: &Timeline<'_>) -> Vec<Violation> {
+    if timeline.restore_failed.is_none() {
+        return Vec::new();
+    }
+    timeline
+        .requests
+        .iter()
+        .map(|request| request.line)
+        .chain(timeline.appends.iter().map(|append| append.line))
+        .map(|line| Violation::new(rule, &[line], "an effect after a rejected restore"))
+        .collect()
+}
+
+/// The PATH rules: when `path_to` diagnoses `kind`, restore is rejected with its code.
+fn path_rule(rule: &str, timeline: &Timeline<'_>, matches: fn(&PathError) -> bool) -> Vec<Violation> {
+    let Some(leaf) = leaf(timeline) else { return Vec::new() };
+    match path_to(&timeline.scenario.session, leaf) {
+        Err(error) if matches(&error) => expect_rejected(
+            rule,
+            timeline,
+            Some(error.code()),
+            &format!("the session has a broken tree ({error})"),
+        ),
+        _ => Vec::new(),
+    }
+}
+
+pub fn path_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    if session_is_empty(timeline) {
+        return Vec::new();
+    }
+    path_rule("PATH-1", timeline, |error| {
+        matches!(error, PathError::UnknownLeaf { .. })
+    })
+}
+
+pub fn path_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    path_rule("PATH-2", timeline, |error| {
+        matches!(error, PathError::DuplicateId { .. })
+    })
+}
+
+pub fn path_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    path_rule("PATH-3", timeline, |error| {
+        matches!(error, PathError::MissingParent { .. })
+    })
+}
+
+pub fn path_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    path_rule("PATH-4", timeline, |error| matches!(error, PathError::Cycle { .. }))
+}

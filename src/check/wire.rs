@@ -1,0 +1,449 @@
+//! WIRE: resources into the system prompt, extension hooks around the one core executor.
+
+use serde_json::Value;
+
+use crate::model::{validate_arguments, ContentBlock, Message, ToolResultMessage};
+use crate::runtime::ModelRequest;
+use crate::runtime::{HookOutcome, HookPhase, OpId, ToolOutcome};
+use crate::sim::fakes::request_text;
+
+use super::timeline::{HookInfo, Line, Timeline, ToolCallInfo};
+use super::Violation;
+
+pub fn wire_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let configured = timeline
+        .scenario
+        .config
+        .system_prompt
+        .as_deref()
+        .filter(|text| !text.trim().is_empty());
+    let Some(configured) = configured else {
+        return Vec::new();
+    };
+    let resources = !timeline.scenario.resources.is_empty();
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let prompt = request.system_prompt.as_deref().unwrap_or("");
+        let ok = if resources {
+            prompt
+                .strip_prefix(configured)
+                .is_some_and(|rest| rest.starts_with("\n\n# Pi resources"))
+        } else {
+            prompt == configured
+        };
+        if !ok {
+            violations.push(Violation::new(
+                "WIRE-1",
+                &[request.line],
+                if resources {
+                    "the system prompt is not the configured text, a blank line, then the resource context"
+                } else {
+                    "the system prompt is not the configured text"
+                },
+            ));
+        }
+    }
+    violations
+}
+
+pub fn wire_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    if !timeline.scenario.resources.is_empty() {
+        return Vec::new();
+    }
+    let configured_empty = timeline
+        .scenario
+        .config
+        .system_prompt
+        .as_deref()
+        .is_none_or(|text| text.trim().is_empty());
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let prompt = request.system_prompt.as_deref();
+        if prompt.is_some_and(|text| text.contains("# Pi resources")) {
+            violations.push(Violation::new(
+                "WIRE-2",
+                &[request.line],
+                "an empty catalog produced a `# Pi resources` header",
+            ));
+        } else if configured_empty && prompt.is_some() {
+            violations.push(Violation::new(
+                "WIRE-2",
+                &[request.line],
+                "no configured prompt and no resources, yet the request has a system prompt",
+            ));
+        }
+    }
+    violations
+}
+
+pub fn wire_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let bodies: Vec<(&str, &str)> = timeline
+        .scenario
+        .resources
+        .skills
+        .iter()
+        .filter(|skill| !skill.body.trim().is_empty())
+        .map(|skill| (skill.name.as_str(), skill.body.trim()))
+        .collect();
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let text = request_text(&ModelRequest {
+            system_prompt: request.system_prompt.clone(),
+            messages: request.messages.clone(),
+            tools: Vec::new(),
+        });
+        for (name, body) in &bodies {
+            if text.contains(body) {
+                violations.push(Violation::new(
+                    "WIRE-3",
+                    &[request.line],
+                    format!("the body of inactive skill `{name}` reached the model"),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// Where a call's arguments were seen: the line, the arguments, and a hook's answer.
+type ArgumentsSeen<'t> = (Line, &'t Value, Option<&'t Option<(Line, HookOutcome)>>);
+
+/// Everything that happened to one tool call of one operation, in trace order.
+struct CallStory<'t> {
+    op: Option<OpId>,
+    call_id: String,
+    hooks: Vec<&'t HookInfo>,
+    core: Vec<&'t ToolCallInfo>,
+}
+
+fn stories<'t>(timeline: &'t Timeline<'_>) -> Vec<CallStory<'t>> {
+    let mut stories: Vec<CallStory<'t>> = Vec::new();
+    let story_of = |op: Option<OpId>, id: &str, stories: &mut Vec<CallStory<'t>>| -> usize {
+        match stories.iter().position(|story| story.op == op && story.call_id == id) {
+            Some(index) => index,
+            None => {
+                stories.push(CallStory {
+                    op,
+                    call_id: id.to_string(),
+                    hooks: Vec::new(),
+                    core: Vec::new(),
+                });
+                stories.len() - 1
+            }
+        }
+    };
+    for hook in &timeline.hooks {
+        let index = story_of(hook.op, &hook.call.id, &mut stories);
+        stories[index].hooks.push(hook);
+    }
+    for call in &timeline.tool_calls {
+        let index = story_of(call.op, &call.call.id, &mut stories);
+        stories[index].core.push(call);
+    }
+    stories
+}
+
+fn blocks(answer: &Option<(Line, HookOutcome)>) -> bool {
+    matches!(answer, Some((_, HookOutcome::Deny { .. } | HookOutcome::Threw { .. })))
+}
+
+pub fn wire_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let extensions: Vec<&str> = timeline
+        .scenario
+        .extensions
+        .iter()
+        .map(|script| script.name.as_str())
+        .collect();
+    let mut violations = Vec::new();
+    for story in stories(timeline) {
+        let befores: Vec<&&HookInfo> = story
+            .hooks
+            .iter()
+            .filter(|hook| hook.phase == HookPhase::Before)
+            .collect();
+        let afters: Vec<&&HookInfo> = story
+            .hooks
+            .iter()
+            .filter(|hook| hook.phase == HookPhase::After)
+            .collect();
+        let before_names: Vec<&str> = befores.iter().map(|hook| hook.extension.as_str()).collect();
+        let after_names: Vec<&str> = afters.iter().map(|hook| hook.extension.as_str()).collect();
+        let first_line = |lines: &[Line]| lines.iter().copied().min();
+        if !extensions.starts_with(&before_names) {
+            violations.push(Violation::new(
+                "WIRE-4",
+                &befores.iter().map(|hook| hook.line).collect::<Vec<_>>(),
+                format!(
+                    "call {}: before hooks ran as [{}], extensions are [{}]",
+                    story.call_id,
+                    before_names.join(","),
+                    extensions.join(",")
+                ),
+            ));
+        }
+        if !extensions.starts_with(&after_names) {
+            violations.push(Violation::new(
+                "WIRE-4",
+                &afters.iter().map(|hook| hook.line).collect::<Vec<_>>(),
+                format!(
+                    "call {}: after hooks ran as [{}], extensions are [{}]",
+                    story.call_id,
+                    after_names.join(","),
+                    extensions.join(",")
+                ),
+            ));
+        }
+        let last_before = befores.iter().map(|hook| hook.line).max();
+        let first_after = first_line(&afters.iter().map(|hook| hook.line).collect::<Vec<_>>());
+        if let (Some(last_before), Some(first_after)) = (last_before, first_after) {
+            if first_after < last_before {
+                violations.push(Violation::new(
+                    "WIRE-4",
+                    &[first_after, last_before],
+                    format!("call {}: an after hook ran before a before hook", story.call_id),
+                ));
+            }
+        }
+        for core in &story.core {
+            let all_allowed = befores.len() == extensions.len()
+                && befores
+                    .iter()
+                    .all(|hook| hook.answer.is_some() && !blocks(&hook.answer));
+            let before_done = befores
+                .iter()
+                .all(|hook| hook.answer.as_ref().is_some_and(|(line, _)| *line < core.line));
+            if !all_allowed || !before_done {
+                violations.push(Violation::new(
+                    "WIRE-4",
+                    &[core.line],
+                    format!(
+                        "call {}: the core tool ran before every extension's before hook allowed it",
+                        story.call_id
+                    ),
+                ));
+            }
+            if let Some(early) = afters.iter().find(|hook| hook.line < core.line) {
+                violations.push(Violation::new(
+                    "WIRE-4",
+                    &[early.line, core.line],
+                    format!("call {}: an after hook ran before the core tool", story.call_id),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// The tool result the operation recorded for a call: from its appended messages, else from
+/// the op's later model requests.
+fn recorded_result(timeline: &Timeline<'_>, op: Option<OpId>, call_id: &str) -> Option<ToolResultMessage> {
+    let op = op?;
+    let from = |messages: &[Message]| {
+        messages.iter().rev().find_map(|message| match message {
+            Message::ToolResult(result) if result.tool_call_id == call_id => Some(result.clone()),
+            _ => None,
+        })
+    };
+    from(&timeline.appended_messages(op)).or_else(|| {
+        timeline
+            .requests_of(op)
+            .iter()
+            .rev()
+            .find_map(|request| from(&request.messages))
+    })
+}
+
+fn text_of(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn wire_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for story in stories(timeline) {
+        let Some(blocker) = story
+            .hooks
+            .iter()
+            .find(|hook| hook.phase == HookPhase::Before && blocks(&hook.answer))
+        else {
+            continue;
+        };
+        let blocked_at = blocker.answer.as_ref().map(|(line, _)| *line).unwrap_or(blocker.line);
+        for core in story.core.iter().filter(|core| core.line > blocked_at) {
+            violations.push(Violation::new(
+                "WIRE-5",
+                &[blocked_at, core.line],
+                format!(
+                    "call {}: the core tool ran after `{}` blocked it",
+                    story.call_id, blocker.extension
+                ),
+            ));
+        }
+        for hook in story.hooks.iter().filter(|hook| hook.line > blocked_at) {
+            violations.push(Violation::new(
+                "WIRE-5",
+                &[blocked_at, hook.line],
+                format!(
+                    "call {}: hook `{}` ran after `{}` blocked the call",
+                    story.call_id, hook.extension, blocker.extension
+                ),
+            ));
+        }
+        if let Some(result) = recorded_result(timeline, story.op, &story.call_id) {
+            let reason = match &blocker.answer {
+                Some((_, HookOutcome::Deny { reason })) => Some(reason.as_str()),
+                _ => None,
+            };
+            let text = text_of(&result.content);
+            if !result.is_error || reason.is_some_and(|reason| !text.contains(reason)) {
+                violations.push(Violation::new(
+                    "WIRE-5",
+                    &[blocked_at],
+                    format!(
+                        "call {}: the recorded result is not an error carrying the reason (got {text:?})",
+                        story.call_id
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn wire_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for story in stories(timeline) {
+        let mut rewritten: Option<(Line, Value)> = None;
+        let mut events: Vec<ArgumentsSeen<'_>> = story
+            .hooks
+            .iter()
+            .map(|hook| (hook.line, &hook.call.arguments, Some(&hook.answer)))
+            .chain(story.core.iter().map(|core| (core.line, &core.call.arguments, None)))
+            .collect();
+        events.sort_by_key(|(line, _, _)| *line);
+        for (line, arguments, answer) in events {
+            if let Some((at, expected)) = &rewritten {
+                if arguments != expected {
+                    violations.push(Violation::new(
+                        "WIRE-6",
+                        &[*at, line],
+                        format!(
+                            "call {}: received {arguments} after a hook rewrote the arguments to {expected}",
+                            story.call_id
+                        ),
+                    ));
+                }
+            }
+            if let Some(Some((at, HookOutcome::RewriteArguments { arguments }))) = answer {
+                rewritten = Some((*at, arguments.clone()));
+            }
+        }
+    }
+    violations
+}
+
+pub fn wire_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let Some((response_line, response)) = &request.response else {
+            continue;
+        };
+        for call in response.tool_calls() {
+            let rewritten = timeline
+                .hooks
+                .iter()
+                .filter(|hook| hook.op == request.op && hook.call.id == call.id && hook.line > *response_line)
+                .filter_map(|hook| match &hook.answer {
+                    Some((_, HookOutcome::RewriteArguments { arguments })) => Some(arguments.clone()),
+                    _ => None,
+                })
+                .next_back();
+            let arguments = rewritten.unwrap_or_else(|| call.arguments.clone());
+            let problem = match timeline.scenario.tools.iter().find(|tool| tool.name == call.name) {
+                None => Some(format!("tool `{}` does not exist", call.name)),
+                Some(tool) => validate_arguments(&tool.parameters, &arguments).err(),
+            };
+            let Some(problem) = problem else { continue };
+            let core = timeline
+                .tool_calls
+                .iter()
+                .find(|core| core.op == request.op && core.call.id == call.id && core.line > *response_line);
+            if let Some(core) = core {
+                violations.push(Violation::new(
+                    "WIRE-7",
+                    &[*response_line, core.line],
+                    format!("call {} reached the core tool although {problem}", call.id),
+                ));
+            }
+            if let Some(result) = recorded_result(timeline, request.op, &call.id) {
+                if !result.is_error {
+                    violations.push(Violation::new(
+                        "WIRE-7",
+                        &[*response_line],
+                        format!("call {} ({problem}) was recorded as a successful result", call.id),
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
+pub fn wire_8(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for story in stories(timeline) {
+        let afters: Vec<&&HookInfo> = story
+            .hooks
+            .iter()
+            .filter(|hook| hook.phase == HookPhase::After)
+            .collect();
+        if afters.is_empty() || afters.iter().any(|hook| hook.answer.is_none()) {
+            continue;
+        }
+        let Some(recorded) = recorded_result(timeline, story.op, &story.call_id) else {
+            continue;
+        };
+        let last = afters.last().expect("not empty");
+        let (expected_text, expected_error) = match afters.iter().rev().find_map(|hook| match &hook.answer {
+            Some((_, HookOutcome::RewriteResult { content, is_error })) => Some((text_of(content), *is_error)),
+            Some((_, HookOutcome::Threw { .. })) => Some((String::new(), true)),
+            _ => None,
+        }) {
+            Some(rewrite) => rewrite,
+            None => match (
+                story.core.last().and_then(|core| core.answer.as_ref()),
+                &afters[0].result,
+            ) {
+                (Some((_, ToolOutcome::Ok { content, is_error, .. })), _) => (text_of(content), *is_error),
+                (_, Some(observed)) => (text_of(&observed.content), observed.is_error),
+                _ => continue,
+            },
+        };
+        let threw = matches!(
+            afters
+                .iter()
+                .rev()
+                .find(|hook| !matches!(hook.answer, Some((_, HookOutcome::Observe))))
+                .and_then(|hook| hook.answer.as_ref()),
+            Some((_, HookOutcome::Threw { .. }))
+        );
+        let text = text_of(&recorded.content);
+        let text_ok = threw || text == expected_text;
+        if !text_ok || recorded.is_error != expected_error {
+            violations.push(Violation::new(
+                "WIRE-8",
+                &[last.line],
+                format!(
+                    "call {}: recorded result {:?} (error={}), but the hooks left {:?} (error={expected_error})",
+                    story.call_id, text, recorded.is_error, expected_text
+                ),
+            ));
+        }
+    }
+    violations
+}

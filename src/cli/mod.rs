@@ -1,0 +1,192 @@
+//! The command line: argument parsing and output formats. `main.rs` only calls [`main`].
+//!
+//! Exit codes: 0 every case passed; 1 a rule was violated; 2 bad input (scenario, flags);
+//! 3 the implementation crashed, hung or broke the protocol.
+
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::runtime::{Mutation, Mutations};
+use crate::sim::reference::ReferenceSubject;
+use crate::sim::StrategyKind;
+use crate::suite::{self, CaseReport, Verdict};
+
+pub const EXIT_PASSED: u8 = 0;
+pub const EXIT_VIOLATION: u8 = 1;
+pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_BROKEN: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "agentsim",
+    version,
+    about = "Deterministic simulation and conformance kit for agent Runtimes of the Pi family"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run scenarios against the reference Runtime and check every rule on every trace.
+    Run {
+        /// Scenario files or folders (default: scenarios/).
+        paths: Vec<PathBuf>,
+        /// scripted | random | pct[:DEPTH] | exhaustive[:BOUND]
+        #[arg(long, default_value = "scripted", value_parser = parse_strategy)]
+        strategy: StrategyKind,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Run a deliberately broken reference (a named mutation; see `runtime::mutation`).
+        #[arg(long, value_parser = parse_mutation)]
+        mutant: Option<Mutation>,
+    },
+    /// Print one scenario's trace, with violations marked at their lines.
+    Replay {
+        file: PathBuf,
+        #[arg(long, default_value = "scripted", value_parser = parse_strategy)]
+        strategy: StrategyKind,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Print the trace as JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_parser = parse_mutation)]
+        mutant: Option<Mutation>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Junit,
+}
+
+fn parse_strategy(text: &str) -> Result<StrategyKind, String> {
+    StrategyKind::parse(text)
+}
+
+fn parse_mutation(text: &str) -> Result<Mutation, String> {
+    Mutation::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = Mutation::ALL.iter().map(|mutation| mutation.name()).collect();
+        format!("unknown mutation `{text}`: expected one of {}", names.join(", "))
+    })
+}
+
+fn subject(mutant: Option<Mutation>) -> ReferenceSubject {
+    match mutant {
+        Some(mutation) => ReferenceSubject::with_mutations(Mutations::with(mutation)),
+        None => ReferenceSubject::new(),
+    }
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_PASSED
+            };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    let code = match cli.command {
+        Command::Run {
+            paths,
+            strategy,
+            seed,
+            format,
+            mutant,
+        } => run(paths, strategy, seed, format, mutant),
+        Command::Replay {
+            file,
+            strategy,
+            seed,
+            json,
+            mutant,
+        } => replay(file, strategy, seed, json, mutant),
+    };
+    ExitCode::from(code)
+}
+
+fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    }
+}
+
+fn run(paths: Vec<PathBuf>, strategy: StrategyKind, seed: u64, format: Format, mutant: Option<Mutation>) -> u8 {
+    let corpus = match suite::load_corpus(&default_paths(paths)) {
+        Ok(corpus) => corpus,
+        Err(error) => {
+            eprintln!("agentsim: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let reports: Vec<CaseReport> = corpus
+        .iter()
+        .map(|loaded| suite::run_case(loaded, strategy, seed, &mut subject(mutant)))
+        .collect();
+    let text = match format {
+        Format::Human => report::human(&reports),
+        Format::Json => report::json(&reports, strategy, seed),
+        Format::Junit => report::junit(&reports),
+    };
+    print!("{text}");
+    exit_code(&reports)
+}
+
+/// The exit code for a set of cases: the worst verdict wins (3 over 2 over 1).
+pub fn exit_code(reports: &[CaseReport]) -> u8 {
+    let mut code = EXIT_PASSED;
+    for report in reports {
+        let this = match report.verdict {
+            Verdict::Passed => EXIT_PASSED,
+            Verdict::Failed => EXIT_VIOLATION,
+            Verdict::BadScenario(_) => EXIT_BAD_INPUT,
+            Verdict::Broken(_) => EXIT_BROKEN,
+        };
+        code = code.max(this);
+    }
+    code
+}
+
+fn replay(file: PathBuf, strategy: StrategyKind, seed: u64, json: bool, mutant: Option<Mutation>) -> u8 {
+    let corpus = match suite::load_corpus(std::slice::from_ref(&file)) {
+        Ok(corpus) => corpus,
+        Err(error) => {
+            eprintln!("agentsim: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let Some(loaded) = corpus.first() else {
+        eprintln!("agentsim: {}: no scenario file", file.display());
+        return EXIT_BAD_INPUT;
+    };
+    let case = suite::run_case(loaded, strategy, seed, &mut subject(mutant));
+    if json {
+        if let Some(outcome) = &case.outcome {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&outcome.trace.to_json()).expect("traces serialize")
+            );
+        }
+    } else {
+        print!("{}", report::annotated_trace(&case));
+    }
+    exit_code(std::slice::from_ref(&case))
+}

@@ -1,0 +1,142 @@
+//! The conformance runner: loads scenario files, runs each under a strategy and seed on a
+//! Subject, and judges the trace with every checker (plus, on the canonical schedule, the
+//! scenario's own expectations).
+
+use std::path::{Path, PathBuf};
+
+use crate::check::{self, expect::check_expectations, Timeline, Violation};
+use crate::scenario::{self, locate, LoadedScenario, ScenarioError};
+use crate::sim::{make_strategy, simulate, RunOutcome, StrategyKind, Subject, SubjectFailure};
+use crate::trace::Event;
+
+/// How one case ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Passed,
+    Failed,
+    /// The subject could not be driven (exit code 3).
+    Broken(SubjectFailure),
+    /// The scenario cannot run as written (exit code 2).
+    BadScenario(ScenarioError),
+}
+
+/// One scenario run under one (strategy, seed).
+#[derive(Debug, Clone)]
+pub struct CaseReport {
+    pub name: String,
+    pub path: PathBuf,
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    pub verdict: Verdict,
+    pub violations: Vec<Violation>,
+    pub outcome: Option<RunOutcome>,
+}
+
+impl CaseReport {
+    /// The one command that replays this case.
+    pub fn replay_command(&self) -> String {
+        replay_command(&self.path, self.strategy, self.seed)
+    }
+}
+
+pub fn replay_command(path: &Path, strategy: StrategyKind, seed: u64) -> String {
+    let mut command = format!("agentsim replay {}", path.display());
+    if strategy != StrategyKind::Scripted {
+        command.push_str(&format!(" --strategy {}", strategy.spelling()));
+    }
+    if strategy.uses_seed() {
+        command.push_str(&format!(" --seed {seed}"));
+    }
+    command
+}
+
+/// Loads every scenario file under `paths` (files or folders), sorted by name.
+pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioError> {
+    let mut loaded = Vec::new();
+    for root in paths {
+        let files = scenario::discover(root).map_err(|error| ScenarioError {
+            file: root.clone(),
+            line: 0,
+            field: "-".into(),
+            message: format!("cannot read: {error}"),
+        })?;
+        let base = if root.is_file() {
+            root.parent().unwrap_or(Path::new(""))
+        } else {
+            root.as_path()
+        };
+        for file in files {
+            let name = scenario::name_of(base, &file);
+            loaded.push(scenario::load(&file, &name, check::RULE_IDS)?);
+        }
+    }
+    loaded.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(loaded)
+}
+
+/// Runs one scenario and judges it.
+pub fn run_case(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subject: &mut dyn Subject) -> CaseReport {
+    let mut report = CaseReport {
+        name: loaded.name.clone(),
+        path: loaded.path.clone(),
+        strategy,
+        seed,
+        verdict: Verdict::Passed,
+        violations: Vec::new(),
+        outcome: None,
+    };
+    let mut chooser = make_strategy(strategy, seed);
+    let outcome = match simulate(&loaded.scenario, subject, chooser.as_mut()) {
+        Ok(outcome) => outcome,
+        Err(failure) => {
+            report.verdict = Verdict::Broken(failure);
+            return report;
+        }
+    };
+    let scenario = &loaded.scenario;
+    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+    for finding in &outcome.findings {
+        violations.push(Violation {
+            rule: finding.rule.clone(),
+            lines: vec![finding.line],
+            message: finding.message.clone(),
+        });
+    }
+    if strategy == StrategyKind::Scripted {
+        if let Some(error) = never_delivered(loaded, &outcome) {
+            report.verdict = Verdict::BadScenario(error);
+            report.outcome = Some(outcome);
+            return report;
+        }
+        let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+        violations.extend(check_expectations(&timeline));
+    }
+    report.verdict = if violations.is_empty() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed
+    };
+    report.violations = violations;
+    report.outcome = Some(outcome);
+    report
+}
+
+/// On the canonical schedule, an operation whose `after` never held is a scenario error.
+fn never_delivered(loaded: &LoadedScenario, outcome: &RunOutcome) -> Option<ScenarioError> {
+    let Some(Event::End { pending, undelivered }) = outcome.trace.events.last() else {
+        return None;
+    };
+    let op = undelivered.first()?;
+    let index = op.0 as usize - 1;
+    let text = std::fs::read_to_string(&loaded.path).unwrap_or_default();
+    let field = format!("operations[{index}].after");
+    Some(ScenarioError {
+        file: loaded.path.clone(),
+        line: locate::line_of(&text, &locate::parse_path(&field)),
+        field,
+        message: format!(
+            "this condition never held on the canonical schedule (the run ended with {} pending effects)",
+            pending.len()
+        ),
+    })
+}
