@@ -2,7 +2,8 @@
 //!
 //! `lab13` holds the seed chapter's ten facts (2 + 3 + 3 + 2) and the fault-injection check;
 //! `runtime` the other runtime behaviours; `session_file` the round trip of a Pi session file.
-//! Everything goes through the small deterministic `driver`.
+//! Everything goes through the small deterministic `driver`. `tidy` keeps conformance.md, the
+//! checkers and the scenarios in step; `bad_input` runs the CLI on broken scenario files.
 
 #[path = "kit/driver.rs"]
 mod driver;
@@ -12,3 +13,7 @@ mod lab13;
 mod runtime;
 #[path = "kit/session_file.rs"]
 mod session_file;
+#[path = "kit/bad_input.rs"]
+mod bad_input;
+#[path = "kit/tidy.rs"]
+mod tidy;

@@ -109,8 +109,8 @@ impl SessionEntry {
         let text = |key: &str| -> Result<String, String> {
             match object.get(key) {
                 Some(Value::String(text)) => Ok(text.clone()),
-                Some(_) => Err(format!("`{key}` must be a string")),
-                None => Err(format!("missing field `{key}`")),
+                Some(_) => Err(format!("field `{key}`: must be a string")),
+                None => Err(format!("field `{key}`: missing")),
             }
         };
         let kind = text("type")?;
@@ -119,8 +119,8 @@ impl SessionEntry {
         let parent_id = match object.get("parentId") {
             Some(Value::String(parent)) => Some(parent.clone()),
             Some(Value::Null) => None,
-            Some(_) => return Err("`parentId` must be a string or null".into()),
-            None => return Err("missing field `parentId`".into()),
+            Some(_) => return Err("field `parentId`: must be a string or null".into()),
+            None => return Err("field `parentId`: missing".into()),
         };
         let rest = || {
             let mut rest = object.clone();
@@ -132,8 +132,8 @@ impl SessionEntry {
         let metadata = || Metadata { fields: object.clone() };
         let body = match kind.as_str() {
             "message" => {
-                let message = object.get("message").cloned().ok_or("missing field `message`")?;
-                let message = serde_json::from_value(message).map_err(|error| format!("message: {error}"))?;
+                let message = object.get("message").cloned().ok_or("field `message`: missing")?;
+                let message = serde_json::from_value(message).map_err(|error| format!("field `message`: {error}"))?;
                 EntryBody::Message { message }
             }
             "compaction" => {
@@ -146,7 +146,7 @@ impl SessionEntry {
             "custom_message" => EntryBody::CustomMessage(metadata()),
             "label" => EntryBody::Label(metadata()),
             "session_info" => EntryBody::SessionInfo(metadata()),
-            other => return Err(format!("unknown entry type `{other}`")),
+            other => return Err(format!("field `type`: unknown entry type `{other}`")),
         };
         Ok(SessionEntry {
             body,

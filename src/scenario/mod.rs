@@ -390,13 +390,27 @@ pub fn parse(file: &Path, text: &str, known_rules: &[&str]) -> Result<Scenario, 
     let scenario: Scenario = match serde_path_to_error::deserialize(&mut deserializer) {
         Ok(scenario) => scenario,
         Err(error) => {
-            let field = error.path().to_string();
+            let path = error.path().to_string();
             let inner = error.into_inner();
-            let field = if field == "." { "-".to_string() } else { field };
-            let message = strip_position(&inner.to_string());
+            let mut message = strip_position(&inner.to_string());
+            let mut line = inner.line();
+            let field = if inner.is_syntax() || inner.is_eof() || path == "." || path.contains('?') {
+                "-".to_string()
+            } else {
+                // An entry's own reader names the field inside the object: `field `x`: ...`.
+                let mut field = path;
+                if let Some(rest) = message.strip_prefix("field `") {
+                    if let Some((name, problem)) = rest.split_once("`: ") {
+                        field = format!("{field}.{name}");
+                        message = problem.to_string();
+                    }
+                }
+                line = line.min(line_of(text, &parse_path(&field)));
+                field
+            };
             return Err(ScenarioError {
                 file: file.to_path_buf(),
-                line: inner.line(),
+                line,
                 field,
                 message,
             });
