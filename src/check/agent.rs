@@ -85,17 +85,27 @@ pub fn agent_3(timeline: &Timeline<'_>) -> Vec<Violation> {
             .filter(|request| request.line > info.delivered)
             .collect();
         for (index, request) in later.iter().enumerate() {
-            // Would the run have stopped before this request? Yes at a run's first request, or
-            // when the previous response of the same run had no tool call.
+            // Would the run have stopped before this request? Only when the previous response of
+            // the same run had no tool call; a run's first request is never such a point.
             let previous = timeline
                 .requests
                 .iter()
                 .rfind(|earlier| earlier.op == request.op && earlier.line < request.line);
             let would_stop = match previous.and_then(|earlier| earlier.response.as_ref()) {
-                None => true,
+                None => false,
                 Some((_, response)) => response.tool_calls().is_empty(),
             };
             let carries = has_user_text(request, text);
+            // Steering goes first: a would-stop point that delivers a steer defers follow-ups.
+            let delivers_steer = timeline.ops.iter().any(|other| match &other.operation {
+                Operation::Steer { text: steer } if other.delivered < request.line => {
+                    has_user_text(request, steer) && previous.is_none_or(|earlier| !has_user_text(earlier, steer))
+                }
+                _ => false,
+            });
+            if would_stop && delivers_steer {
+                continue;
+            }
             if would_stop {
                 if !carries {
                     violations.push(Violation::new(

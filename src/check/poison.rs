@@ -119,7 +119,11 @@ pub fn poison_4(timeline: &Timeline<'_>) -> Vec<Violation> {
 pub fn poison_5(timeline: &Timeline<'_>) -> Vec<Violation> {
     // Judge only what the runtime added: a broken initial session is RESTORE/PATH's business.
     let mut violations = Vec::new();
-    let end = timeline.end.as_ref().map(|(line, _)| *line).unwrap_or(timeline.events.len().saturating_sub(1));
+    let end = timeline
+        .end
+        .as_ref()
+        .map(|(line, _)| *line)
+        .unwrap_or(timeline.events.len().saturating_sub(1));
     let initial = timeline.scenario.session.len();
     let added = timeline.store.get(initial..).unwrap_or_default();
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -140,21 +144,32 @@ pub fn poison_5(timeline: &Timeline<'_>) -> Vec<Violation> {
                 violations.push(Violation::new(
                     "POISON-5",
                     &[end],
-                    format!("stored entry `{}` names parent `{parent}`, which the store does not hold", entry.id),
+                    format!(
+                        "stored entry `{}` names parent `{parent}`, which the store does not hold",
+                        entry.id
+                    ),
                 ));
             }
         }
     }
     let mut children: BTreeMap<Option<&str>, Vec<&str>> = BTreeMap::new();
     for entry in added {
-        children.entry(entry.parent_id.as_deref()).or_default().push(entry.id.as_str());
+        children
+            .entry(entry.parent_id.as_deref())
+            .or_default()
+            .push(entry.id.as_str());
     }
     for (parent, ids) in children {
         if ids.len() > 1 {
             violations.push(Violation::new(
                 "POISON-5",
                 &[end],
-                format!("{:?} gained {} appended children [{}]: a retry wrote a second copy", parent, ids.len(), ids.join(",")),
+                format!(
+                    "{:?} gained {} appended children [{}]: a retry wrote a second copy",
+                    parent,
+                    ids.len(),
+                    ids.join(",")
+                ),
             ));
         }
     }

@@ -142,7 +142,8 @@ struct Queued {
     seq: u64,
     purpose: Purpose,
     text: String,
-    /// Only under the `BeforeCountAtCall` family of mutations would this be read early.
+    /// The transcript length when prompt() was called (read only by the `BeforeCountAtCall`
+    /// mutation: the contract reads it when the operation starts).
     before_count_at_call: usize,
 }
 
@@ -156,7 +157,14 @@ enum Stage {
     Persist {
         result: RunResult,
         suffix: Vec<Message>,
+        /// The next suffix index to append.
         next: usize,
+        /// Appends issued and not yet answered (one at most, but for mutations).
+        in_flight: usize,
+        /// Settled before the last append was accepted (`ResolveBeforeLastAppend`).
+        settled_early: bool,
+        /// A failed append was issued again (`RetryAfterFailedAppend`).
+        retried: bool,
     },
 }
 
@@ -175,8 +183,15 @@ enum Pending {
     Model,
     Tool,
     Hook,
-    Append { entry: SessionEntry },
-    Write { op: OpId, result: RunResult },
+    Append {
+        entry: SessionEntry,
+        /// A temporary context entry written by the `TemporaryEntriesStored` mutation.
+        temporary: bool,
+    },
+    Write {
+        op: OpId,
+        result: RunResult,
+    },
 }
 
 impl Pending {
@@ -213,6 +228,8 @@ pub struct Runtime {
     agent: Agent,
     active_path: Vec<SessionEntry>,
     persisted_message_count: usize,
+    /// What a snapshot captured once would keep (the `SnapshotCapturedOnce` mutation).
+    count_at_creation: usize,
     leaf: Option<String>,
     queue: VecDeque<Queued>,
     active: Option<Active>,
@@ -236,6 +253,10 @@ impl Runtime {
         deps: RuntimeDeps,
         entries: &[SessionEntry],
     ) -> Result<Runtime, RestoreError> {
+        let mut config = config;
+        if config.active_leaf_id.is_none() && deps.mutations.is_on(Mutation::NullLeafResumesLast) {
+            config.active_leaf_id = entries.last().map(|entry| entry.id.clone());
+        }
         let active_path = match (entries.is_empty(), &config.active_leaf_id) {
             (true, None) => Vec::new(),
             (true, Some(leaf)) => return Err(RestoreError::LeafForEmptySession { leaf: leaf.clone() }),
@@ -248,7 +269,13 @@ impl Runtime {
             .cloned()
             .collect();
         let persisted_message_count = initial_messages.len();
-        let system_prompt = merge_system_prompt(config.system_prompt.as_deref(), &deps.resources);
+        let mut system_prompt = merge_system_prompt(config.system_prompt.as_deref(), &deps.resources);
+        if deps.mutations.is_on(Mutation::InactiveSkillBodyShown) {
+            for skill in &deps.resources.skills {
+                let text = system_prompt.get_or_insert_with(String::new);
+                text.push_str(&format!("\n{}", skill.body));
+            }
+        }
         let agent = Agent::new(AgentOptions {
             initial_messages,
             steps_max: config.steps_max,
@@ -265,6 +292,7 @@ impl Runtime {
             agent,
             active_path,
             persisted_message_count,
+            count_at_creation: persisted_message_count,
             queue: VecDeque::new(),
             active: None,
             accepted_through: 0,
@@ -399,11 +427,28 @@ impl Runtime {
     }
 
     fn handle_flush(&mut self, op: OpId) {
+        if self.mutations.is_on(Mutation::FlushCreatesWork) && self.poison.is_none() {
+            return self.handle_prompt(op, Purpose::Prompt, String::new());
+        }
         self.flushes.push((op, self.accepted_through));
         self.settle_waiters();
     }
 
     fn handle_dispose(&mut self, op: OpId) {
+        if self.disposal.is_some() && self.mutations.is_on(Mutation::DisposeNotIdempotent) {
+            let cause = Cause::new("runtime.already_disposed", "dispose() was already called");
+            return self.settle(op, Settlement::Rejected(cause));
+        }
+        let mut upto = self.accepted_through;
+        if self.disposal.is_none() && self.mutations.is_on(Mutation::DisposeDropsQueued) {
+            // The queue is cleared: its prompts never run and never settle.
+            self.queue.clear();
+            upto = self
+                .active
+                .as_ref()
+                .map(|active| active.seq)
+                .unwrap_or(self.settled_through);
+        }
         match &mut self.disposal {
             Some(disposal) => match disposal.outcome.clone() {
                 Some(outcome) => self.settle(op, outcome),
@@ -412,7 +457,7 @@ impl Runtime {
             None => {
                 self.disposal = Some(Disposal {
                     waiting: vec![op],
-                    upto: self.accepted_through,
+                    upto,
                     outcome: None,
                 });
                 self.settle_waiters();
@@ -445,7 +490,7 @@ impl Runtime {
             (Pending::Tool, Completion::Tool(outcome)) => {
                 self.pending.remove(&effect);
                 let mut clock = self.deps.clone();
-                let extensions = self.extensions.clone();
+                let extensions = self.hook_extensions();
                 let step = self
                     .execution_mut()
                     .handle_core(outcome, &extensions, &mut || clock.now());
@@ -454,7 +499,7 @@ impl Runtime {
             }
             (Pending::Hook, Completion::Hook(outcome)) => {
                 let mut clock = self.deps.clone();
-                let extensions = self.extensions.clone();
+                let extensions = self.hook_extensions();
                 let tools = self.tools.clone();
                 let step = self
                     .execution_mut()
@@ -465,10 +510,12 @@ impl Runtime {
                 self.advance_execution(step);
             }
             (Pending::Append { .. }, Completion::Append(outcome)) => {
-                let Some(Pending::Append { entry }) = self.pending.remove(&effect) else {
+                let Some(Pending::Append { entry, temporary }) = self.pending.remove(&effect) else {
                     unreachable!("matched above")
                 };
-                self.handle_append_outcome(entry, outcome);
+                if !temporary {
+                    self.handle_append_outcome(entry, outcome);
+                }
             }
             (Pending::Write { .. }, Completion::Write(outcome)) => {
                 let Some(Pending::Write { op, result }) = self.pending.remove(&effect) else {
@@ -493,12 +540,19 @@ impl Runtime {
         while self.active.is_none() {
             let Some(queued) = self.queue.pop_front() else { return };
             if let Some(cause) = self.poison.clone() {
-                self.finish_operation(queued.op, queued.seq, Settlement::Rejected(cause));
-                continue;
+                if !self.mutations.is_on(Mutation::QueuedRunAfterPoison) {
+                    self.finish_operation(queued.op, queued.seq, Settlement::Rejected(cause));
+                    continue;
+                }
             }
             // beforeCount is read now, when the operation starts, not when prompt() was called.
-            let _ = queued.before_count_at_call;
-            let before_count = self.agent.messages().len();
+            let before_count = if self.mutations.is_on(Mutation::BeforeCountAtCall) {
+                queued.before_count_at_call
+            } else if self.mutations.is_on(Mutation::RestoredHistoryReappended) {
+                0
+            } else {
+                self.agent.messages().len()
+            };
             let signal = SignalId(self.signal_next);
             self.signal_next += 1;
             let user = Message::user(queued.text, self.deps.now());
@@ -530,18 +584,42 @@ impl Runtime {
     fn advance(&mut self, mut step: AgentStep) {
         loop {
             match step {
-                AgentStep::Model { messages, signal } => {
+                AgentStep::Model { messages, mut signal } => {
+                    let persisted_message_count = if self.mutations.is_on(Mutation::SnapshotCapturedOnce) {
+                        self.count_at_creation
+                    } else {
+                        self.persisted_message_count
+                    };
                     let snapshot = Snapshot {
                         active_path: &self.active_path,
-                        persisted_message_count: self.persisted_message_count,
+                        persisted_message_count,
                     };
-                    let projected = project(
+                    let mut projected = project(
                         snapshot,
                         &messages,
                         self.system_prompt.as_deref(),
                         &self.config.context,
                         self.tools.specs(),
                     );
+                    if self.mutations.is_on(Mutation::ProjectionSlicesMessages) {
+                        if let Ok(request) = projected.as_mut() {
+                            request.messages = messages[messages.len().saturating_sub(4)..].to_vec();
+                        }
+                    }
+                    if self.mutations.is_on(Mutation::SignalPerRequest) {
+                        signal = SignalId(self.signal_next);
+                        self.signal_next += 1;
+                    }
+                    if self.mutations.is_on(Mutation::TemporaryEntriesStored) {
+                        let count = persisted_message_count.min(messages.len());
+                        for entry in temporary_entries(&self.active_path, &messages[count..]) {
+                            let effect = self.issue(Pending::Append {
+                                entry: entry.clone(),
+                                temporary: true,
+                            });
+                            self.effects.push_back(Effect::Append { effect, entry });
+                        }
+                    }
                     match projected {
                         Ok(request) => {
                             let effect = self.issue(Pending::Model);
@@ -564,8 +642,13 @@ impl Runtime {
                 }
                 AgentStep::Tool { call, signal: _ } => {
                     let mut clock = self.deps.clone();
+                    let extensions: &[String] = if self.mutations.is_on(Mutation::CoreOutsideHooks) {
+                        &[]
+                    } else {
+                        &self.extensions
+                    };
                     let (execution, executor_step) =
-                        Execution::start(call, &self.extensions, &self.tools, &mut || clock.now());
+                        Execution::start(call, extensions, &self.tools, &mut || clock.now());
                     self.deps = clock;
                     if let Some(Active {
                         stage: Stage::Agent { execution: slot },
@@ -586,6 +669,9 @@ impl Runtime {
                         result,
                         suffix,
                         next: 0,
+                        in_flight: 0,
+                        settled_early: false,
+                        retried: false,
                     };
                     self.append_next();
                     return;
@@ -643,6 +729,15 @@ impl Runtime {
         }
     }
 
+    /// The extensions whose hooks wrap the executor (none when the core runs unwrapped).
+    fn hook_extensions(&self) -> Vec<String> {
+        if self.mutations.is_on(Mutation::CoreOutsideHooks) {
+            Vec::new()
+        } else {
+            self.extensions.clone()
+        }
+    }
+
     fn current_signal(&self) -> SignalId {
         SignalId(self.signal_next - 1)
     }
@@ -651,62 +746,156 @@ impl Runtime {
 
     /// Appends the next suffix message, or settles the operation when all were accepted.
     fn append_next(&mut self) {
-        let active = self.active.as_ref().expect("persisting belongs to an active operation");
-        let Stage::Persist { suffix, next, .. } = &active.stage else {
-            unreachable!("append_next runs in the persist stage")
-        };
-        if let Some(message) = suffix.get(*next).cloned() {
-            let id = self.deps.create_id();
-            let timestamp = iso_timestamp(self.deps.now());
-            let entry = SessionEntry::message(id, self.leaf.as_deref(), timestamp, message);
-            let effect = self.issue(Pending::Append { entry: entry.clone() });
-            self.effects.push_back(Effect::Append { effect, entry });
-            return;
+        let pipelined =
+            self.mutations.is_on(Mutation::TwoAppendsInFlight) || self.mutations.is_on(Mutation::LeafBeforeAccept);
+        loop {
+            let active = self.active.as_mut().expect("persisting belongs to an active operation");
+            let Stage::Persist {
+                suffix,
+                next,
+                in_flight,
+                settled_early,
+                ..
+            } = &mut active.stage
+            else {
+                unreachable!("append_next runs in the persist stage")
+            };
+            if *next < suffix.len() {
+                if *in_flight > 0 && !pipelined {
+                    return;
+                }
+                let message = suffix[*next].clone();
+                *next += 1;
+                *in_flight += 1;
+                let last = *next == suffix.len();
+                let settle_early = last && self.mutations.is_on(Mutation::ResolveBeforeLastAppend);
+                if settle_early {
+                    *settled_early = true;
+                }
+                let (op, result) = match &active.stage {
+                    Stage::Persist { result, .. } => (active.op, result.clone()),
+                    Stage::Agent { .. } => unreachable!("checked above"),
+                };
+                let id = self.deps.create_id();
+                let timestamp = iso_timestamp(self.deps.now());
+                let entry = SessionEntry::message(id, self.leaf.as_deref(), timestamp, message);
+                let effect = self.issue(Pending::Append {
+                    entry: entry.clone(),
+                    temporary: false,
+                });
+                self.effects.push_back(Effect::Append {
+                    effect,
+                    entry: entry.clone(),
+                });
+                if self.mutations.is_on(Mutation::LeafBeforeAccept) {
+                    self.advance_leaf(entry);
+                }
+                if settle_early {
+                    self.settle(op, Settlement::Resolved(OpValue::Run(result)));
+                }
+                if pipelined {
+                    continue;
+                }
+                return;
+            }
+            if *in_flight > 0 {
+                return;
+            }
+            let settled_early = *settled_early;
+            let active = self.active.take().expect("checked above");
+            let Stage::Persist { result, .. } = active.stage else {
+                unreachable!("checked above")
+            };
+            if settled_early {
+                return self.mark_settled(active.seq);
+            }
+            return self.finish_run(active.op, active.seq, active.purpose, result);
         }
-        let active = self.active.take().expect("checked above");
-        let Stage::Persist { result, .. } = active.stage else {
-            unreachable!("checked above")
-        };
-        match active.purpose {
-            Purpose::Prompt => self.finish_operation(active.op, active.seq, Settlement::Resolved(OpValue::Run(result))),
+    }
+
+    /// The run's suffix is stored: resolve the caller (or, for a mode, write its output).
+    fn finish_run(&mut self, op: OpId, seq: u64, purpose: Purpose, result: RunResult) {
+        match purpose {
+            Purpose::Prompt => self.finish_operation(op, seq, Settlement::Resolved(OpValue::Run(result))),
             Purpose::Library => {
                 let value = OpValue::Library {
                     reason: result.reason,
                     text: result.final_assistant_text(),
                 };
-                self.finish_operation(active.op, active.seq, Settlement::Resolved(value));
+                self.finish_operation(op, seq, Settlement::Resolved(value));
             }
             Purpose::Mode(mode) => {
                 let text = mode.render(&result);
-                let effect = self.issue(Pending::Write { op: active.op, result });
+                let effect = self.issue(Pending::Write { op, result });
                 self.effects.push_back(Effect::Write { effect, text });
-                self.mark_settled(active.seq);
+                self.mark_settled(seq);
             }
         }
     }
 
+    /// The entry is on the path: leaf, active path and persisted count advance together.
+    fn advance_leaf(&mut self, entry: SessionEntry) {
+        self.leaf = Some(entry.id.clone());
+        self.active_path.push(entry);
+        self.persisted_message_count += 1;
+    }
+
     fn handle_append_outcome(&mut self, entry: SessionEntry, outcome: StoreOutcome) {
+        let persisting = matches!(
+            self.active.as_ref().map(|active| &active.stage),
+            Some(Stage::Persist { .. })
+        );
+        if !persisting {
+            // Only mutations leave an append unanswered outside its persist stage.
+            return;
+        }
         match outcome {
             StoreOutcome::Ok => {
                 // Only now, after the store accepted it, does the entry join the path.
-                self.leaf = Some(entry.id.clone());
-                self.active_path.push(entry);
-                self.persisted_message_count += 1;
+                if !self.mutations.is_on(Mutation::LeafBeforeAccept) {
+                    self.advance_leaf(entry);
+                }
                 if let Some(Active {
-                    stage: Stage::Persist { next, .. },
+                    stage: Stage::Persist { in_flight, .. },
                     ..
                 }) = self.active.as_mut()
                 {
-                    *next += 1;
+                    *in_flight = in_flight.saturating_sub(1);
                 }
                 self.append_next();
             }
             StoreOutcome::Failed(cause) => {
+                if let Some(Active {
+                    stage: Stage::Persist { retried, .. },
+                    ..
+                }) = self.active.as_mut()
+                {
+                    if !*retried && self.mutations.is_on(Mutation::RetryAfterFailedAppend) {
+                        *retried = true;
+                        let effect = self.issue(Pending::Append {
+                            entry: entry.clone(),
+                            temporary: false,
+                        });
+                        self.effects.push_back(Effect::Append { effect, entry });
+                        return;
+                    }
+                }
                 if !self.mutations.is_on(Mutation::PoisonNotStored) {
                     self.poison = Some(cause.clone());
                 }
-                let active = self.active.take().expect("an append belongs to an active operation");
-                self.finish_operation(active.op, active.seq, Settlement::Rejected(cause));
+                let active = self.active.take().expect("checked above");
+                let settled_early = matches!(
+                    active.stage,
+                    Stage::Persist {
+                        settled_early: true,
+                        ..
+                    }
+                );
+                if settled_early {
+                    self.mark_settled(active.seq);
+                } else {
+                    self.finish_operation(active.op, active.seq, Settlement::Rejected(cause));
+                }
             }
         }
     }

@@ -40,12 +40,18 @@ fn unknown_field_is_rejected_with_its_path() {
 
 #[test]
 fn wrong_type_names_the_field() {
-    assert_load_error("wrong-type.json", "4: config.maxSteps: invalid type: string \"eight\", expected u32");
+    assert_load_error(
+        "wrong-type.json",
+        "4: config.maxSteps: invalid type: string \"eight\", expected u32",
+    );
 }
 
 #[test]
 fn unknown_rule_id_is_rejected() {
-    assert_load_error("unknown-rule.json", "3: rules[1]: unknown rule ID `PERSIST-99` (see conformance.md)");
+    assert_load_error(
+        "unknown-rule.json",
+        "3: rules[1]: unknown rule ID `PERSIST-99` (see conformance.md)",
+    );
 }
 
 #[test]

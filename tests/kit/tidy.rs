@@ -63,12 +63,24 @@ fn tidy_catalogue_matches_the_rule_ids() {
 #[test]
 fn tidy_conformance_headings_are_the_catalogue() {
     let text = std::fs::read_to_string(conformance_path()).expect("conformance.md");
-    assert_eq!(headings(&text), RULE_IDS, "conformance.md rule headings differ from the catalogue");
+    assert_eq!(
+        headings(&text),
+        RULE_IDS,
+        "conformance.md rule headings differ from the catalogue"
+    );
     for rule in catalogue() {
         let lines = section(&text, rule.id);
         let checker = format!("- Checker: `{}`", rule.checker_name);
-        assert!(lines.contains(&checker.as_str()), "{}: conformance.md must say `{checker}`", rule.id);
-        assert!(lines.iter().any(|line| line.starts_with("- Seed: ")), "{}: no `Seed:` line", rule.id);
+        assert!(
+            lines.contains(&checker.as_str()),
+            "{}: conformance.md must say `{checker}`",
+            rule.id
+        );
+        assert!(
+            lines.iter().any(|line| line.starts_with("- Seed: ")),
+            "{}: no `Seed:` line",
+            rule.id
+        );
     }
 }
 
@@ -101,7 +113,11 @@ fn tidy_every_rule_has_a_scenario_and_the_list_is_current() {
         std::fs::write(&path, &updated).expect("conformance.md is writable");
         stale.clear();
     }
-    let uncovered: Vec<&str> = RULE_IDS.iter().copied().filter(|id| !by_rule.contains_key(*id)).collect();
+    let uncovered: Vec<&str> = RULE_IDS
+        .iter()
+        .copied()
+        .filter(|id| !by_rule.contains_key(*id))
+        .collect();
     assert!(uncovered.is_empty(), "rules without a scenario: {uncovered:?}");
     assert!(
         stale.is_empty(),
