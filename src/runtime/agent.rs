@@ -123,6 +123,11 @@ impl Agent {
         self.run.is_some()
     }
 
+    /// Whether the active run's abort signal has fired.
+    pub fn is_aborted(&self) -> bool {
+        self.run.as_ref().is_some_and(|run| run.aborted)
+    }
+
     /// The canonical transcript (borrowed; `state()` copies).
     pub fn messages(&self) -> &[Message] {
         &self.messages

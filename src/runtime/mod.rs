@@ -706,6 +706,17 @@ impl Runtime {
                 None
             }
             ExecutorStep::Core { call } => {
+                if self.agent.is_aborted() {
+                    // The signal fired while the hooks ran: the core tool never starts.
+                    let mut clock = self.deps.clone();
+                    let extensions = self.hook_extensions();
+                    let step = self
+                        .execution_mut()
+                        .handle_core(ToolOutcome::Aborted, &extensions, &mut || clock.now())
+                        .expect("the execution is at its core");
+                    self.deps = clock;
+                    return self.serve_execution(step);
+                }
                 let signal = self.current_signal();
                 let effect = self.issue(Pending::Tool);
                 self.effects.push_back(Effect::ToolCall { effect, signal, call });

@@ -188,7 +188,8 @@ pub struct RequestCheck {
     pub tools: Option<Vec<String>>,
     #[serde(default)]
     pub message_count: Option<usize>,
-    /// Texts that must appear somewhere in the request (messages or system prompt).
+    /// Texts that must appear somewhere in the request: the system prompt, then each message
+    /// as compact JSON (so a newline or quote inside a message is matched in its escaped form).
     #[serde(default)]
     pub contains: Vec<String>,
     /// Texts that must appear nowhere in the request.
