@@ -1,6 +1,10 @@
+pub mod bench;
 pub mod check;
 pub mod cli;
+pub mod deviations;
+pub mod explore;
 pub mod model;
+pub mod protocol;
 pub mod runtime;
 pub mod scenario;
 pub mod sim;

@@ -18,6 +18,11 @@ pub enum Verdict {
     Broken(SubjectFailure),
     /// The scenario cannot run as written (exit code 2).
     BadScenario(ScenarioError),
+    /// The implementation declared an operation the scenario uses unsupported (`hello`); the
+    /// case neither passes nor fails, and does not change the exit code.
+    NotApplicable {
+        reason: String,
+    },
 }
 
 /// One scenario run under one (strategy, seed).
@@ -30,12 +35,20 @@ pub struct CaseReport {
     pub verdict: Verdict,
     pub violations: Vec<Violation>,
     pub outcome: Option<RunOutcome>,
+    /// The `--impl` adapter command the case ran on; `None` for the in-process reference.
+    pub implementation: Option<String>,
+    /// Where the implementation's trace first departs from the reference's (`--impl` runs).
+    pub divergence: Option<crate::protocol::diff::Divergence>,
 }
 
 impl CaseReport {
     /// The one command that replays this case.
     pub fn replay_command(&self) -> String {
-        replay_command(&self.path, self.strategy, self.seed)
+        let mut command = replay_command(&self.path, self.strategy, self.seed);
+        if let Some(implementation) = &self.implementation {
+            command.push_str(&format!(" --impl {}", shell_quote(implementation)));
+        }
+        command
     }
 }
 
@@ -48,6 +61,19 @@ pub fn replay_command(path: &Path, strategy: StrategyKind, seed: u64) -> String 
         command.push_str(&format!(" --seed {seed}"));
     }
     command
+}
+
+/// `text` as one shell word: unchanged when it is plain, else in single quotes.
+pub fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&byte));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// Loads every scenario file under `paths` (files or folders), sorted by name.
@@ -84,10 +110,18 @@ pub fn run_case(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subj
         verdict: Verdict::Passed,
         violations: Vec::new(),
         outcome: None,
+        implementation: None,
+        divergence: None,
     };
     let mut chooser = make_strategy(strategy, seed);
     let outcome = match simulate(&loaded.scenario, subject, chooser.as_mut()) {
         Ok(outcome) => outcome,
+        Err(SubjectFailure::Unsupported { operation, reason }) => {
+            report.verdict = Verdict::NotApplicable {
+                reason: format!("`{operation}` is unsupported: {reason}"),
+            };
+            return report;
+        }
         Err(failure) => {
             report.verdict = Verdict::Broken(failure);
             return report;

@@ -3,17 +3,20 @@
 //! `lab13` holds the seed chapter's ten facts (2 + 3 + 3 + 2) and the fault-injection check;
 //! `runtime` the other runtime behaviours; `session_file` the round trip of a Pi session file.
 //! Everything goes through the small deterministic `driver`. `tidy` keeps conformance.md, the
-//! checkers and the scenarios in step; `bad_input` runs the CLI on broken scenario files.
+//! checkers and the scenarios in step; `bad_input` runs the CLI on broken scenario files;
+//! `protocol` drives `agentsim serve` and hostile adapters through the adapter protocol.
 
+#[path = "kit/bad_input.rs"]
+mod bad_input;
 #[path = "kit/driver.rs"]
 mod driver;
 #[path = "kit/lab13.rs"]
 mod lab13;
+#[path = "kit/protocol.rs"]
+mod protocol;
 #[path = "kit/runtime.rs"]
 mod runtime;
 #[path = "kit/session_file.rs"]
 mod session_file;
-#[path = "kit/bad_input.rs"]
-mod bad_input;
 #[path = "kit/tidy.rs"]
 mod tidy;

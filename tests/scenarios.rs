@@ -36,7 +36,12 @@ fn main() {
 fn run_trial(loaded: &agentsim::scenario::LoadedScenario) -> Result<(), Failed> {
     let first = suite::run_case(loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
     let second = suite::run_case(loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
-    let render = |case: &suite::CaseReport| case.outcome.as_ref().map(|outcome| outcome.trace.render()).unwrap_or_default();
+    let render = |case: &suite::CaseReport| {
+        case.outcome
+            .as_ref()
+            .map(|outcome| outcome.trace.render())
+            .unwrap_or_default()
+    };
     let trace = render(&first);
     if trace != render(&second) {
         return Err("nondeterminism: two runs of the same scenario gave different traces".into());
@@ -46,13 +51,17 @@ fn run_trial(loaded: &agentsim::scenario::LoadedScenario) -> Result<(), Failed> 
         Verdict::Failed => {
             let mut message = String::from("rule violations:\n");
             for violation in &first.violations {
-                message.push_str(&format!("  {} {:?} {}\n", violation.rule, violation.lines, violation.message));
+                message.push_str(&format!(
+                    "  {} {:?} {}\n",
+                    violation.rule, violation.lines, violation.message
+                ));
             }
             message.push_str(&format!("replay: {}", first.replay_command()));
             return Err(message.into());
         }
         Verdict::BadScenario(error) => return Err(format!("bad scenario: {error}").into()),
         Verdict::Broken(failure) => return Err(format!("subject broken: {failure}").into()),
+        Verdict::NotApplicable { reason } => return Err(format!("not applicable on the reference: {reason}").into()),
     }
     let (folder, file) = golden_location(&loaded.name);
     let mut settings = insta::Settings::clone_current();

@@ -3,10 +3,15 @@
 //! Exit codes: 0 every case passed; 1 a rule was violated; 2 bad input (scenario, flags);
 //! 3 the implementation crashed, hung or broke the protocol.
 
+mod bench;
+mod explore;
+mod external;
+mod matrix;
 mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -33,7 +38,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run scenarios against the reference Runtime and check every rule on every trace.
+    /// Run scenarios against the reference Runtime (or an implementation: `--impl`) and check
+    /// every rule on every trace.
     Run {
         /// Scenario files or folders (default: scenarios/).
         paths: Vec<PathBuf>,
@@ -45,6 +51,29 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
         /// Run a deliberately broken reference (a named mutation; see `runtime::mutation`).
+        #[arg(long, value_parser = parse_mutation)]
+        mutant: Option<Mutation>,
+        /// Run an implementation behind the adapter protocol (`sh -c CMD`, one process per
+        /// scenario; docs/protocol.md) instead of the in-process reference.
+        #[arg(long = "impl", value_name = "CMD")]
+        implementation: Option<String>,
+        /// Bound on every wait for the adapter, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 10_000)]
+        step_timeout_ms: u64,
+        /// Expected deviations (expectations/<impl>.json): exit 0 only when the failures are
+        /// exactly the listed ones.
+        #[arg(long, value_name = "FILE")]
+        expect: Option<PathBuf>,
+    },
+    /// Run each scenario under many schedules (seeds or exhaustive), checking every rule.
+    Explore(explore::ExploreArgs),
+    /// Run the corpus against each deliberate bug of the reference, and report what kills it.
+    Mutants(explore::MutantsArgs),
+    /// Measure the kit's speed: schedules per second, scheduler overhead, exhaustive time.
+    Bench(bench::BenchArgs),
+    /// Serve the reference Runtime as an adapter on stdin/stdout (the protocol of docs/protocol.md).
+    Serve {
+        /// Serve a deliberately broken reference.
         #[arg(long, value_parser = parse_mutation)]
         mutant: Option<Mutation>,
     },
@@ -60,6 +89,11 @@ enum Command {
         json: bool,
         #[arg(long, value_parser = parse_mutation)]
         mutant: Option<Mutation>,
+        /// Replay on an implementation behind the adapter protocol.
+        #[arg(long = "impl", value_name = "CMD")]
+        implementation: Option<String>,
+        #[arg(long, value_name = "MS", default_value_t = 10_000)]
+        step_timeout_ms: u64,
     },
 }
 
@@ -68,6 +102,8 @@ pub enum Format {
     Human,
     Json,
     Junit,
+    /// The conformance matrix: one row per rule, then the failing scenarios.
+    Markdown,
 }
 
 fn parse_strategy(text: &str) -> Result<StrategyKind, String> {
@@ -103,20 +139,45 @@ pub fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
+        Command::Explore(args) => explore::run_explore(args),
+        Command::Mutants(args) => explore::run_mutants(args),
+        Command::Bench(args) => bench::run_bench(args),
         Command::Run {
             paths,
             strategy,
             seed,
             format,
             mutant,
-        } => run(paths, strategy, seed, format, mutant),
+            implementation,
+            step_timeout_ms,
+            expect,
+        } => external::run(external::RunArgs {
+            paths: default_paths(paths),
+            strategy,
+            seed,
+            format,
+            mutant,
+            implementation,
+            step_timeout: Duration::from_millis(step_timeout_ms),
+            expect,
+        }),
+        Command::Serve { mutant } => external::serve(mutant),
         Command::Replay {
             file,
             strategy,
             seed,
             json,
             mutant,
-        } => replay(file, strategy, seed, json, mutant),
+            implementation,
+            step_timeout_ms,
+        } => replay(
+            file,
+            strategy,
+            seed,
+            json,
+            mutant,
+            implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
+        ),
     };
     ExitCode::from(code)
 }
@@ -129,35 +190,15 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-fn run(paths: Vec<PathBuf>, strategy: StrategyKind, seed: u64, format: Format, mutant: Option<Mutation>) -> u8 {
-    let corpus = match suite::load_corpus(&default_paths(paths)) {
-        Ok(corpus) => corpus,
-        Err(error) => {
-            eprintln!("agentsim: {error}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let reports: Vec<CaseReport> = corpus
-        .iter()
-        .map(|loaded| suite::run_case(loaded, strategy, seed, &mut subject(mutant)))
-        .collect();
-    let text = match format {
-        Format::Human => report::human(&reports),
-        Format::Json => report::json(&reports, strategy, seed),
-        Format::Junit => report::junit(&reports),
-    };
-    print!("{text}");
-    exit_code(&reports)
-}
-
 /// The exit code for a set of cases: the worst verdict wins (3 over 2 over 1).
 pub fn exit_code(reports: &[CaseReport]) -> u8 {
     let mut code = EXIT_PASSED;
     for report in reports {
-        let this = match report.verdict {
-            Verdict::Passed => EXIT_PASSED,
+        let this = match &report.verdict {
+            Verdict::Passed | Verdict::NotApplicable { .. } => EXIT_PASSED,
             Verdict::Failed => EXIT_VIOLATION,
             Verdict::BadScenario(_) => EXIT_BAD_INPUT,
+            Verdict::Broken(failure) if failure.is_bad_input() => EXIT_BAD_INPUT,
             Verdict::Broken(_) => EXIT_BROKEN,
         };
         code = code.max(this);
@@ -165,7 +206,14 @@ pub fn exit_code(reports: &[CaseReport]) -> u8 {
     code
 }
 
-fn replay(file: PathBuf, strategy: StrategyKind, seed: u64, json: bool, mutant: Option<Mutation>) -> u8 {
+fn replay(
+    file: PathBuf,
+    strategy: StrategyKind,
+    seed: u64,
+    json: bool,
+    mutant: Option<Mutation>,
+    implementation: Option<(String, Duration)>,
+) -> u8 {
     let corpus = match suite::load_corpus(std::slice::from_ref(&file)) {
         Ok(corpus) => corpus,
         Err(error) => {
@@ -177,7 +225,14 @@ fn replay(file: PathBuf, strategy: StrategyKind, seed: u64, json: bool, mutant: 
         eprintln!("agentsim: {}: no scenario file", file.display());
         return EXIT_BAD_INPUT;
     };
-    let case = suite::run_case(loaded, strategy, seed, &mut subject(mutant));
+    let case = match implementation {
+        Some(_) if mutant.is_some() => {
+            eprintln!("agentsim: --mutant cannot be combined with --impl");
+            return EXIT_BAD_INPUT;
+        }
+        Some((command, step_timeout)) => external::replay_case(loaded, strategy, seed, &command, step_timeout),
+        None => suite::run_case(loaded, strategy, seed, &mut subject(mutant)),
+    };
     if json {
         if let Some(outcome) = &case.outcome {
             println!(

@@ -1,5 +1,6 @@
-//! Output formats for a set of cases: human lines, a JSON report, JUnit XML. None of them
-//! contains a time or an address, so two runs print the same bytes.
+//! Output formats for a set of cases: human lines, a JSON report, JUnit XML (the markdown
+//! conformance matrix is `matrix`). None of them contains a time or an address, so two runs
+//! print the same bytes.
 
 use serde_json::json;
 
@@ -7,25 +8,52 @@ use crate::sim::StrategyKind;
 use crate::suite::{CaseReport, Verdict};
 use crate::trace::render_line;
 
-fn status(report: &CaseReport) -> &'static str {
+pub(crate) fn status(report: &CaseReport) -> &'static str {
     match report.verdict {
         Verdict::Passed => "passed",
         Verdict::Failed => "failed",
         Verdict::BadScenario(_) => "bad-scenario",
         Verdict::Broken(_) => "broken",
+        Verdict::NotApplicable { .. } => "not-applicable",
     }
 }
 
-/// The closing line every format's human form ends with.
-fn summary(reports: &[CaseReport]) -> String {
+/// (passed, failed, not applicable); broken and bad cases count as failed.
+pub(crate) fn counts(reports: &[CaseReport]) -> (usize, usize, usize) {
     let passed = reports
         .iter()
         .filter(|report| report.verdict == Verdict::Passed)
         .count();
-    format!("{passed} passed, {} failed\n", reports.len() - passed)
+    let not_applicable = reports
+        .iter()
+        .filter(|report| matches!(report.verdict, Verdict::NotApplicable { .. }))
+        .count();
+    (passed, reports.len() - passed - not_applicable, not_applicable)
 }
 
+/// The closing line every format's human form ends with: `N passed, N failed`, preceded by a
+/// `N not applicable` line when some cases were.
+pub(crate) fn summary(reports: &[CaseReport]) -> String {
+    let (passed, failed, not_applicable) = counts(reports);
+    let mut text = String::new();
+    if not_applicable > 0 {
+        text.push_str(&format!("{not_applicable} not applicable\n"));
+    }
+    text.push_str(&format!("{passed} passed, {failed} failed\n"));
+    text
+}
+
+/// How many stderr lines of a broken adapter the human report shows.
+const STDERR_LINES_SHOWN: usize = 10;
+
 pub fn human(reports: &[CaseReport]) -> String {
+    let mut text = human_cases(reports);
+    text.push_str(&summary(reports));
+    text
+}
+
+/// The human report without its summary: one block per case.
+pub(crate) fn human_cases(reports: &[CaseReport]) -> String {
     let mut text = String::new();
     for report in reports {
         match &report.verdict {
@@ -41,16 +69,25 @@ pub fn human(reports: &[CaseReport]) -> String {
                         violation.message
                     ));
                 }
+                if let Some(divergence) = &report.divergence {
+                    for line in divergence.describe() {
+                        text.push_str(&format!("       {line}\n"));
+                    }
+                }
                 text.push_str(&format!("       replay: {}\n", report.replay_command()));
             }
             Verdict::BadScenario(error) => text.push_str(&format!("BAD    {}: {error}\n", report.name)),
             Verdict::Broken(failure) => {
                 text.push_str(&format!("BROKEN {}: {} ({})\n", report.name, failure, failure.code()));
+                let tail = failure.stderr_tail();
+                for line in &tail[tail.len().saturating_sub(STDERR_LINES_SHOWN)..] {
+                    text.push_str(&format!("       stderr: {line}\n"));
+                }
                 text.push_str(&format!("       replay: {}\n", report.replay_command()));
             }
+            Verdict::NotApplicable { reason } => text.push_str(&format!("n/a    {}: {reason}\n", report.name)),
         }
     }
-    text.push_str(&summary(reports));
     text
 }
 
@@ -67,28 +104,40 @@ pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String
                 .collect();
             let detail = match &report.verdict {
                 Verdict::BadScenario(error) => Some(error.to_string()),
-                Verdict::Broken(failure) => Some(failure.to_string()),
+                Verdict::Broken(failure) => Some(format!("{failure} ({})", failure.code())),
+                Verdict::NotApplicable { reason } => Some(reason.clone()),
                 _ => None,
             };
-            json!({
+            let mut result = json!({
                 "name": report.name,
                 "path": report.path.display().to_string(),
                 "status": status(report),
                 "violations": violations,
                 "detail": detail,
                 "replay": report.replay_command(),
-            })
+            });
+            if let Verdict::Broken(failure) = &report.verdict {
+                result["code"] = json!(failure.code());
+                result["stderrTail"] = json!(failure.stderr_tail());
+            }
+            if let Some(divergence) = &report.divergence {
+                result["firstDivergence"] = json!({
+                    "line": divergence.line,
+                    "reference": divergence.reference,
+                    "implementation": divergence.implementation,
+                    "field": divergence.field.as_ref().map(|field| field.path.clone()),
+                });
+            }
+            result
         })
         .collect();
-    let passed = reports
-        .iter()
-        .filter(|report| report.verdict == Verdict::Passed)
-        .count();
+    let (passed, failed, not_applicable) = counts(reports);
     let value = json!({
         "strategy": strategy.spelling(),
         "seed": seed,
         "passed": passed,
-        "failed": reports.len() - passed,
+        "failed": failed,
+        "notApplicable": not_applicable,
         "results": results,
     });
     let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
@@ -104,13 +153,10 @@ fn xml_escape(text: &str) -> String {
 }
 
 pub fn junit(reports: &[CaseReport]) -> String {
-    let failures = reports
-        .iter()
-        .filter(|report| report.verdict != Verdict::Passed)
-        .count();
+    let (_, failures, skipped) = counts(reports);
     let mut text = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     text.push_str(&format!(
-        "<testsuite name=\"agentsim\" tests=\"{}\" failures=\"{failures}\">\n",
+        "<testsuite name=\"agentsim\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">\n",
         reports.len()
     ));
     for report in reports {
@@ -127,6 +173,13 @@ pub fn junit(reports: &[CaseReport]) -> String {
             text.push_str("/>\n");
             continue;
         }
+        if let Verdict::NotApplicable { reason } = &report.verdict {
+            text.push_str(&format!(
+                ">\n    <skipped message=\"{}\"/>\n  </testcase>\n",
+                xml_escape(reason)
+            ));
+            continue;
+        }
         text.push_str(">\n");
         let mut body = String::new();
         for violation in &report.violations {
@@ -137,8 +190,18 @@ pub fn junit(reports: &[CaseReport]) -> String {
         }
         match &report.verdict {
             Verdict::BadScenario(error) => body.push_str(&format!("{error}\n")),
-            Verdict::Broken(failure) => body.push_str(&format!("{failure}\n")),
+            Verdict::Broken(failure) => {
+                body.push_str(&format!("{failure} ({})\n", failure.code()));
+                for line in failure.stderr_tail() {
+                    body.push_str(&format!("stderr: {line}\n"));
+                }
+            }
             _ => {}
+        }
+        if let Some(divergence) = &report.divergence {
+            for line in divergence.describe() {
+                body.push_str(&format!("{line}\n"));
+            }
         }
         body.push_str(&format!("replay: {}\n", report.replay_command()));
         text.push_str(&format!(
@@ -183,7 +246,18 @@ pub fn annotated_trace(report: &CaseReport) -> String {
             text.push_str(&format!("{}: {} violations\n", report.name, report.violations.len()));
         }
         Verdict::BadScenario(error) => text.push_str(&format!("{error}\n")),
-        Verdict::Broken(failure) => text.push_str(&format!("{}: broken: {failure}\n", report.name)),
+        Verdict::Broken(failure) => {
+            for line in failure.stderr_tail() {
+                text.push_str(&format!("stderr: {line}\n"));
+            }
+            text.push_str(&format!("{}: broken: {failure} ({})\n", report.name, failure.code()));
+        }
+        Verdict::NotApplicable { reason } => text.push_str(&format!("{}: not applicable: {reason}\n", report.name)),
+    }
+    if let Some(divergence) = &report.divergence {
+        for line in divergence.describe() {
+            text.push_str(&format!("{line}\n"));
+        }
     }
     text
 }

@@ -98,6 +98,16 @@ pub enum Completion {
     Write(StoreOutcome),
 }
 
+impl Completion {
+    /// The input that delivers this completion for `effect`.
+    pub fn into_input(self, effect: EffectId) -> Input {
+        Input::Complete {
+            effect,
+            completion: self,
+        }
+    }
+}
+
 /// The core tool's answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -489,24 +489,31 @@ impl Runtime {
             }
             (Pending::Tool, Completion::Tool(outcome)) => {
                 self.pending.remove(&effect);
-                let mut clock = self.deps.clone();
-                let extensions = self.hook_extensions();
-                let step = self
-                    .execution_mut()
-                    .handle_core(outcome, &extensions, &mut || clock.now());
-                self.deps = clock;
+                let extensions = hook_extensions(&self.mutations, &self.extensions);
+                let deps = &mut self.deps;
+                let step = execution_in(&mut self.active).handle_core(outcome, extensions, &mut || deps.now());
                 self.advance_execution(step.expect("a pending tool call means the execution is at its core"));
             }
             (Pending::Hook, Completion::Hook(outcome)) => {
-                let mut clock = self.deps.clone();
-                let extensions = self.hook_extensions();
-                let tools = self.tools.clone();
-                let step = self
-                    .execution_mut()
-                    .handle_hook(outcome, &extensions, &tools, &mut || clock.now());
-                let step = step.map_err(|problem| InputError::BadHookAnswer { effect, problem })?;
+                let extensions = hook_extensions(&self.mutations, &self.extensions);
+                let deps = &mut self.deps;
+                // A bad answer changes nothing: the clock is read only on the way to a result.
+                let mut reads = 0;
+                let clock_before = deps.clone();
+                let step = execution_in(&mut self.active).handle_hook(outcome, extensions, &self.tools, &mut || {
+                    reads += 1;
+                    deps.now()
+                });
+                let step = match step {
+                    Ok(step) => step,
+                    Err(problem) => {
+                        if reads > 0 {
+                            self.deps = clock_before;
+                        }
+                        return Err(InputError::BadHookAnswer { effect, problem });
+                    }
+                };
                 self.pending.remove(&effect);
-                self.deps = clock;
                 self.advance_execution(step);
             }
             (Pending::Append { .. }, Completion::Append(outcome)) => {
@@ -571,15 +578,6 @@ impl Runtime {
         }
     }
 
-    fn execution_mut(&mut self) -> &mut Execution {
-        match self.active.as_mut().map(|active| &mut active.stage) {
-            Some(Stage::Agent {
-                execution: Some(execution),
-            }) => execution,
-            _ => unreachable!("a pending hook or tool call means an execution is in flight"),
-        }
-    }
-
     /// Serves agent steps until one needs the world.
     fn advance(&mut self, mut step: AgentStep) {
         loop {
@@ -641,15 +639,10 @@ impl Runtime {
                     }
                 }
                 AgentStep::Tool { call, signal: _ } => {
-                    let mut clock = self.deps.clone();
-                    let extensions: &[String] = if self.mutations.is_on(Mutation::CoreOutsideHooks) {
-                        &[]
-                    } else {
-                        &self.extensions
-                    };
+                    let extensions = hook_extensions(&self.mutations, &self.extensions);
+                    let deps = &mut self.deps;
                     let (execution, executor_step) =
-                        Execution::start(call, extensions, &self.tools, &mut || clock.now());
-                    self.deps = clock;
+                        Execution::start(call, extensions, &self.tools, &mut || deps.now());
                     if let Some(Active {
                         stage: Stage::Agent { execution: slot },
                         ..
@@ -708,13 +701,11 @@ impl Runtime {
             ExecutorStep::Core { call } => {
                 if self.agent.is_aborted() {
                     // The signal fired while the hooks ran: the core tool never starts.
-                    let mut clock = self.deps.clone();
-                    let extensions = self.hook_extensions();
-                    let step = self
-                        .execution_mut()
-                        .handle_core(ToolOutcome::Aborted, &extensions, &mut || clock.now())
+                    let extensions = hook_extensions(&self.mutations, &self.extensions);
+                    let deps = &mut self.deps;
+                    let step = execution_in(&mut self.active)
+                        .handle_core(ToolOutcome::Aborted, extensions, &mut || deps.now())
                         .expect("the execution is at its core");
-                    self.deps = clock;
                     return self.serve_execution(step);
                 }
                 let signal = self.current_signal();
@@ -737,15 +728,6 @@ impl Runtime {
                         .expect("the agent awaits this tool result"),
                 )
             }
-        }
-    }
-
-    /// The extensions whose hooks wrap the executor (none when the core runs unwrapped).
-    fn hook_extensions(&self) -> Vec<String> {
-        if self.mutations.is_on(Mutation::CoreOutsideHooks) {
-            Vec::new()
-        } else {
-            self.extensions.clone()
         }
     }
 
@@ -956,6 +938,25 @@ impl Runtime {
         self.effect_next += 1;
         self.pending.insert(effect, pending);
         effect
+    }
+}
+
+/// The execution in flight of the active operation.
+fn execution_in(active: &mut Option<Active>) -> &mut Execution {
+    match active.as_mut().map(|active| &mut active.stage) {
+        Some(Stage::Agent {
+            execution: Some(execution),
+        }) => execution,
+        _ => unreachable!("a pending hook or tool call means an execution is in flight"),
+    }
+}
+
+/// The extensions whose hooks wrap the executor (none when the core runs unwrapped).
+fn hook_extensions<'a>(mutations: &Mutations, extensions: &'a [String]) -> &'a [String] {
+    if mutations.is_on(Mutation::CoreOutsideHooks) {
+        &[]
+    } else {
+        extensions
     }
 }
 

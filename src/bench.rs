@@ -1,0 +1,151 @@
+//! `agentsim bench`: the kit's own speed, measured (never asserted in a test).
+//!
+//! - schedules per second on one scenario under the random strategy, on one thread, with and
+//!   without checking every rule;
+//! - the bare reference core driven by a minimal immediate driver (no scheduler, no trace), on
+//!   the same scenario: the scheduler's overhead is the ratio of the two;
+//! - the time to enumerate every schedule of a scenario exhaustively.
+
+use std::time::{Duration, Instant};
+
+use crate::check;
+use crate::explore::next_prefix;
+use crate::model::{ContentBlock, ToolRegistry};
+use crate::runtime::{
+    Completion, Effect, HookOutcome, HookPhase, Input, OpId, Runtime, RuntimeConfig, RuntimeDeps, StoreOutcome,
+    ToolOutcome,
+};
+use crate::scenario::{LoadedScenario, Scenario};
+use crate::sim::fakes::model_reply;
+use crate::sim::reference::ReferenceSubject;
+use crate::sim::{simulate, Random, Replay};
+
+/// A rate measured over a fixed wall-clock window.
+#[derive(Debug, Clone, Copy)]
+pub struct Rate {
+    pub runs: u64,
+    pub elapsed: Duration,
+}
+
+impl Rate {
+    pub fn per_second(self) -> f64 {
+        self.runs as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+fn measure(window: Duration, mut body: impl FnMut(u64)) -> Rate {
+    let started = Instant::now();
+    let mut runs = 0;
+    while started.elapsed() < window {
+        for _ in 0..64 {
+            body(runs);
+            runs += 1;
+        }
+    }
+    Rate {
+        runs,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Random schedules of `scenario`, seed after seed; with `check`, every rule runs on each trace.
+pub fn schedules_per_second(scenario: &Scenario, window: Duration, check: bool) -> Rate {
+    measure(window, |seed| {
+        let mut subject = ReferenceSubject::new();
+        let outcome = simulate(scenario, &mut subject, &mut Random::new(seed)).expect("the reference never breaks");
+        if check {
+            let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+            assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");
+        }
+    })
+}
+
+/// The bare core: restore, deliver the operations in order, answer every effect at once.
+pub fn bare_core_per_second(scenario: &Scenario, window: Duration) -> Rate {
+    measure(window, |_| bare_run(scenario))
+}
+
+fn bare_run(scenario: &Scenario) {
+    let config = RuntimeConfig {
+        active_leaf_id: scenario.config.active_leaf_id.clone(),
+        system_prompt: scenario.config.system_prompt.clone(),
+        steps_max: scenario.config.max_steps,
+        context: scenario.config.context,
+    };
+    let deps = RuntimeDeps {
+        resources: scenario.resources.clone(),
+        extensions: scenario.extensions.iter().map(|script| script.name.clone()).collect(),
+        tools: ToolRegistry::new(scenario.tools.iter().map(|tool| tool.spec()).collect()),
+        ids: scenario.config.ids.clone(),
+        clock: scenario.config.clock.clone(),
+        mutations: Default::default(),
+    };
+    let Ok(mut runtime) = Runtime::restore(config, deps, &scenario.session) else {
+        return;
+    };
+    let mut model_index = 0;
+    let mut pending: Vec<Input> = Vec::new();
+    for (index, spec) in scenario.operations.iter().enumerate() {
+        let op = OpId(index as u32 + 1);
+        let text = spec.text.clone().unwrap_or_default();
+        let input = match spec.op {
+            crate::scenario::OpKind::Prompt => Input::Prompt { op, text },
+            crate::scenario::OpKind::Flush => Input::Flush { op },
+            crate::scenario::OpKind::Dispose => Input::Dispose { op },
+            _ => continue,
+        };
+        pending.push(input);
+    }
+    while let Some(input) = pending.pop() {
+        runtime.handle_input(input).expect("the bare driver answers in kind");
+        while let Some(effect) = runtime.poll_effect() {
+            let answer = match effect {
+                Effect::ModelRequest { effect, .. } => {
+                    let reply = model_reply(scenario, model_index, 0);
+                    model_index += 1;
+                    Completion::ModelFinal { message: reply.message }.into_input(effect)
+                }
+                Effect::ToolCall { effect, .. } => Completion::Tool(ToolOutcome::Ok {
+                    content: vec![ContentBlock::text("ok")],
+                    details: None,
+                    is_error: false,
+                })
+                .into_input(effect),
+                Effect::Hook { effect, phase, .. } => Completion::Hook(match phase {
+                    HookPhase::Before => HookOutcome::Allow,
+                    HookPhase::After => HookOutcome::Observe,
+                })
+                .into_input(effect),
+                Effect::Append { effect, .. } => Completion::Append(StoreOutcome::Ok).into_input(effect),
+                Effect::Write { effect, .. } => Completion::Write(StoreOutcome::Ok).into_input(effect),
+                Effect::AbortSignal { .. } | Effect::Settled { .. } => continue,
+            };
+            pending.push(answer);
+        }
+    }
+}
+
+/// Every schedule of `loaded`, depth first, up to `bound` runs, each checked:
+/// (schedules, covered, elapsed).
+pub fn exhaustive_time(loaded: &LoadedScenario, bound: u64) -> (u64, bool, Duration) {
+    let started = Instant::now();
+    let mut prefix: Vec<usize> = Vec::new();
+    let mut schedules = 0;
+    while schedules < bound {
+        schedules += 1;
+        let mut subject = ReferenceSubject::new();
+        let outcome = simulate(&loaded.scenario, &mut subject, &mut Replay::new(prefix.clone()))
+            .expect("the reference never breaks");
+        let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+        assert!(
+            violations.is_empty(),
+            "the reference violated a rule in {}",
+            loaded.name
+        );
+        match next_prefix(&outcome.choices) {
+            Some(next) => prefix = next,
+            None => return (schedules, true, started.elapsed()),
+        }
+    }
+    (schedules, false, started.elapsed())
+}

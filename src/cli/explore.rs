@@ -1,0 +1,286 @@
+//! `agentsim explore` and `agentsim mutants`: many schedules per scenario, and the bug zoo.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::explore::{explore, ExploreConfig, ExploreSummary};
+use crate::runtime::{Mutation, Mutations};
+use crate::scenario::LoadedScenario;
+use crate::sim::reference::ReferenceSubject;
+use crate::sim::{StrategyKind, Subject};
+use crate::suite;
+
+use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLATION};
+
+#[derive(Args)]
+pub struct ExploreArgs {
+    /// Scenario files or folders (default: scenarios/).
+    paths: Vec<PathBuf>,
+    /// random | pct[:DEPTH] | exhaustive[:BOUND]
+    #[arg(long, default_value = "random", value_parser = parse_strategy)]
+    strategy: StrategyKind,
+    /// Seeds 0..N per scenario (random, pct).
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// Run only the seeds of shard K of N (`seed % N == K - 1`), e.g. `--shard 2/4`.
+    #[arg(long, value_parser = parse_shard, default_value = "1/1")]
+    shard: (u64, u64),
+    /// Stop starting new schedules after this many seconds.
+    #[arg(long, value_name = "S")]
+    time_limit: Option<u64>,
+    /// Replay every schedule once more and compare the traces byte for byte.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Explore a deliberately broken reference.
+    #[arg(long, value_parser = parse_mutation)]
+    mutant: Option<Mutation>,
+    /// Worker threads (default: the machine's cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(index, count)| Some((index.parse::<u64>().ok()?, count.parse::<u64>().ok()?)));
+    match parsed {
+        Some((index, count)) if count > 0 && (1..=count).contains(&index) => Ok((index, count)),
+        _ => Err(format!("`{text}`: expected K/N with 1 <= K <= N")),
+    }
+}
+
+fn load(paths: Vec<PathBuf>) -> Result<Vec<LoadedScenario>, u8> {
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    };
+    suite::load_corpus(&paths).map_err(|error| {
+        eprintln!("agentsim: {error}");
+        EXIT_BAD_INPUT
+    })
+}
+
+fn threads(requested: Option<usize>) -> usize {
+    requested.unwrap_or_else(|| std::thread::available_parallelism().map(usize::from).unwrap_or(1))
+}
+
+/// A progress bar with rate and ETA on a terminal; a plain line every 10% otherwise.
+fn progress_reporter() -> impl Fn(u64, u64) + Sync {
+    let terminal = std::io::stderr().is_terminal();
+    let bar = ProgressBar::hidden();
+    if terminal {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} schedules  {per_sec}  eta {eta}")
+                .expect("the template is valid"),
+        );
+    }
+    let last_decile = std::sync::atomic::AtomicU64::new(0);
+    move |done: u64, planned: u64| {
+        if terminal {
+            bar.set_length(planned);
+            bar.set_position(done);
+            if done >= planned {
+                bar.finish_and_clear();
+            }
+        } else if let Some(decile) = (done * 10).checked_div(planned) {
+            if last_decile.fetch_max(decile, std::sync::atomic::Ordering::Relaxed) < decile {
+                eprintln!("explore: {done}/{planned} schedules");
+            }
+        }
+    }
+}
+
+pub fn run_explore(args: ExploreArgs) -> u8 {
+    let corpus = match load(args.paths) {
+        Ok(corpus) => corpus,
+        Err(code) => return code,
+    };
+    if args.strategy == StrategyKind::Scripted {
+        eprintln!("agentsim: explore needs --strategy random, pct or exhaustive (scripted is one schedule: use `run`)");
+        return EXIT_BAD_INPUT;
+    }
+    let config = ExploreConfig {
+        strategy: args.strategy,
+        seeds: args.seeds,
+        shard: args.shard,
+        time_limit: args.time_limit.map(Duration::from_secs),
+        check_determinism: args.check_determinism,
+    };
+    let mutant = args.mutant;
+    let factory = move || -> Box<dyn Subject> {
+        Box::new(match mutant {
+            Some(mutation) => ReferenceSubject::with_mutations(Mutations::with(mutation)),
+            None => ReferenceSubject::new(),
+        })
+    };
+    let report = progress_reporter();
+    let started = Instant::now();
+    let summary = explore(&corpus, config, &factory, threads(args.threads), &report);
+    print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
+    if summary.failures.iter().any(|failure| failure.broken.is_some()) {
+        EXIT_BROKEN
+    } else if summary.failed > 0 {
+        EXIT_VIOLATION
+    } else {
+        EXIT_PASSED
+    }
+}
+
+/// Failures first (each with its replay command), enumeration coverage, then the closing line.
+fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Duration) -> String {
+    let mut text = String::new();
+    for failure in summary.failures.iter().take(50) {
+        text.push_str(&format!("FAIL   {}\n", failure.scenario));
+        if let Some(broken) = &failure.broken {
+            text.push_str(&format!("       broken: {broken}\n"));
+        }
+        for violation in failure.violations.iter().take(5) {
+            text.push_str(&format!(
+                "       {} {:?} {}\n",
+                violation.rule, violation.lines, violation.message
+            ));
+        }
+        text.push_str(&format!("       replay: {}\n", failure.replay));
+    }
+    if summary.failures.len() > 50 {
+        text.push_str(&format!(
+            "... and {} more failing schedules\n",
+            summary.failures.len() - 50
+        ));
+    }
+    if let StrategyKind::Exhaustive { bound } = strategy {
+        let enumerated: Vec<_> = summary.enumerations.iter().filter(|e| !e.skipped).collect();
+        let covered = enumerated.iter().filter(|e| e.covered).count();
+        for enumeration in &enumerated {
+            text.push_str(&format!(
+                "exhaustive {}: {} schedules, {} distinct traces, {}\n",
+                enumeration.scenario,
+                enumeration.schedules,
+                enumeration.distinct_traces,
+                if enumeration.covered {
+                    "space covered".to_string()
+                } else {
+                    format!("bound {bound} reached")
+                }
+            ));
+        }
+        let skipped = summary.enumerations.len() - enumerated.len();
+        text.push_str(&format!(
+            "exhaustive: {} scenarios enumerated ({covered} fully covered), {skipped} skipped (more than {} operations)\n",
+            enumerated.len(),
+            crate::explore::EXHAUSTIVE_OPERATIONS_MAX
+        ));
+    }
+    if summary.stopped_by_time {
+        text.push_str("stopped at the time limit\n");
+    }
+    let runs = summary.passed + summary.failed;
+    let rate = runs as f64 / elapsed.as_secs_f64().max(1e-9);
+    eprintln!(
+        "explore: {runs} schedules in {:.2} s ({rate:.0} per second)",
+        elapsed.as_secs_f64()
+    );
+    text.push_str(&format!("{} passed, {} failed\n", summary.passed, summary.failed));
+    text
+}
+
+#[derive(Args)]
+pub struct MutantsArgs {
+    /// Scenario files or folders (default: scenarios/).
+    paths: Vec<PathBuf>,
+    /// Seeds per scenario for the random and pct hunts, when the canonical schedules do not kill.
+    #[arg(long, default_value_t = 50)]
+    seeds: u64,
+    /// Only these mutants (default: all).
+    #[arg(long = "only", value_parser = parse_mutation)]
+    only: Vec<Mutation>,
+}
+
+/// How one mutant died (or did not).
+struct Kill {
+    rule: String,
+    scenario: String,
+    replay: String,
+    schedules: u64,
+    elapsed: Duration,
+}
+
+pub fn run_mutants(args: MutantsArgs) -> u8 {
+    let corpus = match load(args.paths) {
+        Ok(corpus) => corpus,
+        Err(code) => return code,
+    };
+    let mutants: Vec<Mutation> = if args.only.is_empty() {
+        Mutation::ALL.to_vec()
+    } else {
+        args.only
+    };
+    let mut killed = 0;
+    println!(
+        "{:<28} {:<10} {:<44} {:>9} {:>10}",
+        "mutant", "rule", "killed by", "schedules", "time"
+    );
+    for mutation in &mutants {
+        match hunt(&corpus, *mutation, args.seeds) {
+            Some(kill) => {
+                killed += 1;
+                println!(
+                    "{:<28} {:<10} {:<44} {:>9} {:>8.1}ms",
+                    mutation.name(),
+                    kill.rule,
+                    kill.scenario,
+                    kill.schedules,
+                    kill.elapsed.as_secs_f64() * 1000.0
+                );
+                println!("{:<28} replay: {} --mutant {}", "", kill.replay, mutation.name());
+            }
+            None => println!("{:<28} SURVIVED", mutation.name()),
+        }
+    }
+    println!("killed {killed} of {}", mutants.len());
+    if killed == mutants.len() {
+        EXIT_PASSED
+    } else {
+        EXIT_VIOLATION
+    }
+}
+
+/// Canonical schedules first, scenario by scenario; then random and pct seeds.
+fn hunt(corpus: &[LoadedScenario], mutation: Mutation, seeds: u64) -> Option<Kill> {
+    let started = Instant::now();
+    let mut schedules = 0;
+    let strategies = [
+        StrategyKind::Scripted,
+        StrategyKind::Random,
+        StrategyKind::Pct { depth: 3 },
+    ];
+    for strategy in strategies {
+        let seed_count = if strategy == StrategyKind::Scripted { 1 } else { seeds };
+        for seed in 0..seed_count {
+            for loaded in corpus {
+                schedules += 1;
+                let mut subject = ReferenceSubject::with_mutations(Mutations::with(mutation));
+                let case = suite::run_case(loaded, strategy, seed, &mut subject);
+                let rule = match (&case.verdict, case.violations.first()) {
+                    (suite::Verdict::Failed, Some(violation)) => violation.rule.clone(),
+                    (suite::Verdict::Broken(failure), _) => failure.code().to_string(),
+                    _ => continue,
+                };
+                return Some(Kill {
+                    rule,
+                    scenario: format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
+                    replay: case.replay_command(),
+                    schedules,
+                    elapsed: started.elapsed(),
+                });
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,321 @@
+//! `run` and `replay` against an implementation behind the adapter protocol (`--impl CMD`),
+//! the `--expect` judgement, and `serve`.
+//!
+//! With `--impl`, each scenario runs on a fresh adapter process (`protocol::ExternalSubject`)
+//! and, in process, on the reference under the same strategy and seed: the reference's trace is
+//! what the implementation's is diffed against (`protocol::diff`). Without `--impl` the cases
+//! run on the in-process reference as before; `--expect` and `--format markdown` work for both.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::check::{self, expect::check_expectations, Timeline, Violation};
+use crate::deviations::{self, Comparison, ExpectationFile};
+use crate::protocol::diff::first_divergence;
+use crate::protocol::wire::Hello;
+use crate::protocol::ExternalSubject;
+use crate::runtime::{Mutation, Mutations};
+use crate::scenario::LoadedScenario;
+use crate::sim::reference::ReferenceSubject;
+use crate::sim::StrategyKind;
+use crate::suite::{self, CaseReport, Verdict};
+use crate::trace::Event;
+
+use super::{exit_code, matrix, report, Format, EXIT_BAD_INPUT, EXIT_PASSED, EXIT_VIOLATION};
+
+/// What `agentsim run` was asked to do.
+pub(super) struct RunArgs {
+    pub paths: Vec<PathBuf>,
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    pub format: Format,
+    pub mutant: Option<Mutation>,
+    pub implementation: Option<String>,
+    pub step_timeout: Duration,
+    pub expect: Option<PathBuf>,
+}
+
+/// `agentsim run`: runs the corpus, prints the report, returns the exit code.
+pub(super) fn run(args: RunArgs) -> u8 {
+    if args.implementation.is_some() && args.mutant.is_some() {
+        eprintln!("agentsim: --mutant applies to the in-process reference; it cannot be combined with --impl (use `--impl \"agentsim serve --mutant NAME\"`)");
+        return EXIT_BAD_INPUT;
+    }
+    let corpus = match suite::load_corpus(&args.paths) {
+        Ok(corpus) => corpus,
+        Err(error) => {
+            eprintln!("agentsim: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let expectations = match &args.expect {
+        Some(path) => match deviations::load(path) {
+            Ok(file) => Some((path.clone(), file)),
+            Err(error) => {
+                eprintln!("agentsim: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => None,
+    };
+    let mut hello: Option<Hello> = None;
+    let reports: Vec<CaseReport> = corpus
+        .iter()
+        .map(|loaded| match &args.implementation {
+            Some(command) => {
+                let (report, said) = run_external(loaded, args.strategy, args.seed, command, args.step_timeout);
+                if hello.is_none() {
+                    hello = said;
+                }
+                report
+            }
+            None => suite::run_case(loaded, args.strategy, args.seed, &mut reference(args.mutant)),
+        })
+        .collect();
+    let comparison = expectations
+        .as_ref()
+        .map(|(_, file)| deviations::compare(file, &reports));
+    let implementation = implementation_name(&args, hello.as_ref());
+    let text = match args.format {
+        Format::Human => match (&expectations, &comparison) {
+            (Some((path, file)), Some(comparison)) => {
+                // The expectation lines go before the summary, which stays the last line.
+                let mut text = report::human_cases(&reports);
+                for line in expectation_lines(path, file, comparison, &implementation) {
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                text.push_str(&report::summary(&reports));
+                text
+            }
+            _ => report::human(&reports),
+        },
+        Format::Json => {
+            let text = report::json(&reports, args.strategy, args.seed);
+            match (&expectations, &comparison) {
+                (Some((path, file)), Some(comparison)) => {
+                    let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
+                    value["implementation"] = serde_json::json!(implementation);
+                    value["expectations"] = expectation_json(path, file, comparison);
+                    let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
+                    text.push('\n');
+                    text
+                }
+                _ => text,
+            }
+        }
+        Format::Junit => report::junit(&reports),
+        Format::Markdown => {
+            let header = matrix::Header {
+                implementation: implementation.clone(),
+                command: args.implementation.clone(),
+                paths: args.paths.clone(),
+                strategy: args.strategy,
+                seed: args.seed,
+                rules: corpus
+                    .iter()
+                    .map(|loaded| (loaded.name.clone(), loaded.scenario.rules.clone()))
+                    .collect(),
+            };
+            let expectation = match (&expectations, &comparison) {
+                (Some((path, file)), Some(comparison)) => {
+                    Some(expectation_lines(path, file, comparison, &implementation))
+                }
+                _ => None,
+            };
+            matrix::markdown(&reports, &header, expectation.as_deref())
+        }
+    };
+    print!("{text}");
+    match &comparison {
+        Some(comparison) => exit_code_expected(&reports, comparison),
+        None => exit_code(&reports),
+    }
+}
+
+/// `agentsim replay FILE --impl CMD`: one case on the implementation, with its divergence.
+pub(super) fn replay_case(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    command: &str,
+    step_timeout: Duration,
+) -> CaseReport {
+    run_external(loaded, strategy, seed, command, step_timeout).0
+}
+
+/// `agentsim serve`: the reference as an adapter on stdin/stdout.
+pub(super) fn serve(mutant: Option<Mutation>) -> u8 {
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    match crate::protocol::serve::serve(stdin, stdout, mutant) {
+        Ok(()) => EXIT_PASSED,
+        Err(error) => {
+            eprintln!("agentsim serve: {error} ({})", error.code());
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+fn reference(mutant: Option<Mutation>) -> ReferenceSubject {
+    match mutant {
+        Some(mutation) => ReferenceSubject::with_mutations(Mutations::with(mutation)),
+        None => ReferenceSubject::new(),
+    }
+}
+
+/// Runs one scenario on the adapter and on the reference; returns the adapter's case, with its
+/// divergence from the reference, and the adapter's `hello`.
+fn run_external(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    command: &str,
+    step_timeout: Duration,
+) -> (CaseReport, Option<Hello>) {
+    let mut subject = ExternalSubject::new(command, step_timeout);
+    let mut case = suite::run_case(loaded, strategy, seed, &mut subject);
+    let hello = subject.hello().cloned();
+    // Shut the adapter down (and kill its group) before anything else runs.
+    drop(subject);
+    case.implementation = Some(command.to_string());
+    let reference_case = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
+    if let Verdict::BadScenario(_) = case.verdict {
+        if !matches!(reference_case.verdict, Verdict::BadScenario(_)) {
+            judge_undelivered(loaded, &mut case);
+        }
+    }
+    if let (Some(implementation), Some(reference)) = (&case.outcome, &reference_case.outcome) {
+        case.divergence = first_divergence(&reference.trace, &implementation.trace);
+    }
+    (case, hello)
+}
+
+/// On the canonical schedule an operation whose `after` never held is a bad scenario, unless
+/// the condition holds on the reference: then the implementation never got there, which is a
+/// failure of the implementation. The case is judged like any other, plus that failure.
+fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
+    let Some(outcome) = &case.outcome else {
+        return;
+    };
+    let scenario = &loaded.scenario;
+    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+    for finding in &outcome.findings {
+        violations.push(Violation {
+            rule: finding.rule.clone(),
+            lines: vec![finding.line],
+            message: finding.message.clone(),
+        });
+    }
+    let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+    violations.extend(check_expectations(&timeline));
+    if let Some(Event::End { undelivered, .. }) = outcome.trace.events.last() {
+        if let Some(op) = undelivered.first() {
+            violations.push(Violation {
+                rule: "expect".into(),
+                lines: vec![outcome.trace.events.len()],
+                message: format!(
+                    "{op} was never delivered: its `after` condition never held on this implementation (it holds on the reference)"
+                ),
+            });
+        }
+    }
+    case.violations = violations;
+    case.verdict = Verdict::Failed;
+}
+
+/// The exit code with `--expect`: rule failures count only when they differ from the file.
+fn exit_code_expected(reports: &[CaseReport], comparison: &Comparison) -> u8 {
+    let others: Vec<CaseReport> = reports
+        .iter()
+        .filter(|report| report.verdict != Verdict::Failed)
+        .cloned()
+        .collect();
+    let code = exit_code(&others);
+    if comparison.holds() {
+        code
+    } else {
+        code.max(EXIT_VIOLATION)
+    }
+}
+
+/// `name version` from the adapter's hello; the reference's own name in process.
+fn implementation_name(args: &RunArgs, hello: Option<&Hello>) -> String {
+    match (&args.implementation, hello) {
+        (Some(_), Some(hello)) => hello.implementation.to_string(),
+        (Some(_), None) => "(the adapter never said hello)".to_string(),
+        (None, _) => {
+            let mut hello = crate::protocol::serve::hello(args.mutant);
+            hello.implementation.name.push_str(" (in process)");
+            hello.implementation.to_string()
+        }
+    }
+}
+
+/// The human lines of an expectation comparison.
+fn expectation_lines(
+    path: &std::path::Path,
+    file: &ExpectationFile,
+    comparison: &Comparison,
+    implementation: &str,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "expectations {} ({}): {} expected failures seen, {} unexpected, {} stale, {} not judged",
+        path.display(),
+        file.implementation,
+        comparison.confirmed.len(),
+        comparison.unexpected.len(),
+        comparison.stale.len(),
+        comparison.unjudged.len()
+    )];
+    let spoken = implementation.replace(' ', "-");
+    if !spoken.starts_with(&file.implementation) {
+        lines.push(format!(
+            "note: the file describes `{}`, the implementation says `{implementation}`",
+            file.implementation
+        ));
+    }
+    for (pair, message) in &comparison.unexpected {
+        lines.push(format!(
+            "UNEXPECTED {} {}: fails but is not listed: {message}",
+            pair.scenario, pair.rule
+        ));
+    }
+    for (pair, reason) in &comparison.stale {
+        lines.push(format!(
+            "STALE      {} {}: listed as expected to fail ({reason}), but it passes now",
+            pair.scenario, pair.rule
+        ));
+    }
+    for pair in &comparison.unjudged {
+        lines.push(format!(
+            "not judged {} {}: not run, not applicable or broken",
+            pair.scenario, pair.rule
+        ));
+    }
+    lines
+}
+
+fn expectation_json(path: &std::path::Path, file: &ExpectationFile, comparison: &Comparison) -> serde_json::Value {
+    let pairs = |pairs: &[deviations::Pair]| -> Vec<serde_json::Value> {
+        pairs
+            .iter()
+            .map(|pair| serde_json::json!({"scenario": pair.scenario, "rule": pair.rule}))
+            .collect()
+    };
+    let with_text = |pairs: &[(deviations::Pair, String)], key: &str| -> Vec<serde_json::Value> {
+        pairs
+            .iter()
+            .map(|(pair, text)| serde_json::json!({"scenario": pair.scenario, "rule": pair.rule, key: text}))
+            .collect()
+    };
+    serde_json::json!({
+        "file": path.display().to_string(),
+        "implementation": file.implementation,
+        "holds": comparison.holds(),
+        "confirmed": pairs(&comparison.confirmed),
+        "unexpected": with_text(&comparison.unexpected, "message"),
+        "stale": with_text(&comparison.stale, "reason"),
+        "unjudged": pairs(&comparison.unjudged),
+    })
+}

@@ -1,0 +1,223 @@
+//! `--format markdown`: the conformance matrix of a run, one row per rule of conformance.md.
+//!
+//! Per rule: a scenario **fails** the rule when its trace has a violation of it (named or not);
+//! it **passes** a rule it names when its trace has none; it is **n.a.** for a rule it names when
+//! the implementation declared an operation it uses unsupported. A broken case (or a bad
+//! scenario) fails every rule it names, since nothing about it could be confirmed. The report
+//! holds no time and no absolute path of its own, so the same run prints the same bytes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::check::RULE_IDS;
+use crate::sim::StrategyKind;
+use crate::suite::{CaseReport, Verdict};
+
+/// What the matrix says about the run itself.
+pub(super) struct Header {
+    /// `name version`, from the adapter's hello.
+    pub implementation: String,
+    /// The `--impl` command, if any.
+    pub command: Option<String>,
+    pub paths: Vec<PathBuf>,
+    pub strategy: StrategyKind,
+    pub seed: u64,
+    /// Scenario name -> the rule IDs the scenario names.
+    pub rules: BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    pass: usize,
+    fail: usize,
+    not_applicable: usize,
+}
+
+/// A scenario-expectation violation rather than a rule's (`expect`, `model[N].expect`).
+fn is_expectation(rule: &str) -> bool {
+    rule == "expect" || (rule.starts_with("model[") && rule.ends_with("].expect"))
+}
+
+fn judged(report: &CaseReport) -> bool {
+    matches!(report.verdict, Verdict::Passed | Verdict::Failed)
+}
+
+fn rule_tally(rule: &str, reports: &[CaseReport], rules: &BTreeMap<String, Vec<String>>) -> Tally {
+    let mut tally = Tally::default();
+    for report in reports {
+        let names = rules
+            .get(&report.name)
+            .is_some_and(|named| named.iter().any(|named| named == rule));
+        let violated = report.violations.iter().any(|violation| violation.rule == rule);
+        match &report.verdict {
+            Verdict::NotApplicable { .. } if names => tally.not_applicable += 1,
+            Verdict::NotApplicable { .. } => {}
+            Verdict::Passed | Verdict::Failed if violated => tally.fail += 1,
+            Verdict::Passed | Verdict::Failed if names => tally.pass += 1,
+            Verdict::Passed | Verdict::Failed => {}
+            Verdict::Broken(_) | Verdict::BadScenario(_) if names => tally.fail += 1,
+            Verdict::Broken(_) | Verdict::BadScenario(_) => {}
+        }
+    }
+    tally
+}
+
+fn expectation_tally(reports: &[CaseReport]) -> Tally {
+    let mut tally = Tally::default();
+    for report in reports {
+        if matches!(report.verdict, Verdict::NotApplicable { .. }) {
+            tally.not_applicable += 1;
+        } else if !judged(report)
+            || report
+                .violations
+                .iter()
+                .any(|violation| is_expectation(&violation.rule))
+        {
+            tally.fail += 1;
+        } else {
+            tally.pass += 1;
+        }
+    }
+    tally
+}
+
+/// A table cell: no newlines, pipes escaped.
+fn cell(text: &str) -> String {
+    text.replace('\n', " ").replace('|', "\\|")
+}
+
+/// A code span that survives backticks inside.
+fn code(text: &str) -> String {
+    let text = cell(text);
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
+    }
+}
+
+/// The markdown report. `expectation` holds the `--expect` lines, if any.
+pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Option<&[String]>) -> String {
+    let (passed, failed, not_applicable) = super::report::counts(reports);
+    let mut text = String::from("# Conformance report\n\n");
+    text.push_str("| | |\n|---|---|\n");
+    text.push_str(&format!("| Implementation | {} |\n", code(&header.implementation)));
+    if let Some(command) = &header.command {
+        text.push_str(&format!("| Adapter command | {} |\n", code(command)));
+    }
+    let paths: Vec<String> = header
+        .paths
+        .iter()
+        .map(|path| code(&path.display().to_string()))
+        .collect();
+    text.push_str(&format!("| Scenarios | {} |\n", paths.join(", ")));
+    let mut strategy = header.strategy.spelling();
+    if header.strategy.uses_seed() {
+        strategy.push_str(&format!(", seed {}", header.seed));
+    }
+    text.push_str(&format!("| Strategy | {} |\n", code(&strategy)));
+    text.push_str(&format!(
+        "| Result | {} cases: {passed} passed, {failed} failed, {not_applicable} not applicable |\n\n",
+        reports.len()
+    ));
+
+    text.push_str("## Rules\n\n");
+    text.push_str(
+        "A scenario fails a rule when its trace violates the rule, passes a rule it names when its \
+         trace does not, and is n.a. for a rule it names when the implementation does not support \
+         an operation it uses. A broken case fails every rule it names. The last row counts the \
+         scenarios' own `expect` blocks and model request checks.\n\n",
+    );
+    text.push_str("| Rule | Pass | Fail | n.a. |\n|---|---:|---:|---:|\n");
+    for rule in RULE_IDS {
+        let tally = rule_tally(rule, reports, &header.rules);
+        text.push_str(&format!(
+            "| {rule} | {} | {} | {} |\n",
+            tally.pass, tally.fail, tally.not_applicable
+        ));
+    }
+    let tally = expectation_tally(reports);
+    text.push_str(&format!(
+        "| *scenario expectations* | {} | {} | {} |\n\n",
+        tally.pass, tally.fail, tally.not_applicable
+    ));
+
+    text.push_str("## Failing scenarios\n\n");
+    let failing: Vec<&CaseReport> = reports
+        .iter()
+        .filter(|report| {
+            matches!(
+                report.verdict,
+                Verdict::Failed | Verdict::Broken(_) | Verdict::BadScenario(_)
+            )
+        })
+        .collect();
+    if failing.is_empty() {
+        text.push_str("None.\n\n");
+    } else {
+        text.push_str("| Scenario | First violation | First divergence from the reference | Replay |\n");
+        text.push_str("|---|---|---|---|\n");
+        for report in failing {
+            let first = match &report.verdict {
+                Verdict::Broken(failure) => format!("broken: {failure} ({})", failure.code()),
+                Verdict::BadScenario(error) => format!("bad scenario: {error}"),
+                _ => report
+                    .violations
+                    .first()
+                    .map(|violation| {
+                        let lines: Vec<String> = violation.lines.iter().map(|line| format!("{line:04}")).collect();
+                        format!("{} [trace {}] {}", violation.rule, lines.join(","), violation.message)
+                    })
+                    .unwrap_or_default(),
+            };
+            let divergence = report
+                .divergence
+                .as_ref()
+                .map(|divergence| {
+                    let side = |line: &Option<String>| match line {
+                        Some(line) => code(line),
+                        None => "(end of trace)".to_string(),
+                    };
+                    format!(
+                        "line {:04}: reference {} / implementation {}",
+                        divergence.line,
+                        side(&divergence.reference),
+                        side(&divergence.implementation)
+                    )
+                })
+                .unwrap_or_else(|| "-".to_string());
+            text.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                code(&report.name),
+                cell(&first),
+                divergence,
+                code(&report.replay_command())
+            ));
+        }
+        text.push('\n');
+    }
+
+    let not_applicable: Vec<&CaseReport> = reports
+        .iter()
+        .filter(|report| matches!(report.verdict, Verdict::NotApplicable { .. }))
+        .collect();
+    if !not_applicable.is_empty() {
+        text.push_str("## Not applicable\n\n| Scenario | Reason |\n|---|---|\n");
+        for report in not_applicable {
+            if let Verdict::NotApplicable { reason } = &report.verdict {
+                text.push_str(&format!("| {} | {} |\n", code(&report.name), cell(reason)));
+            }
+        }
+        text.push('\n');
+    }
+
+    if let Some(lines) = expectation {
+        text.push_str("## Expected deviations\n\n```text\n");
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push_str("```\n");
+    }
+    text
+}

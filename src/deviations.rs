@@ -1,0 +1,271 @@
+//! Expected deviations of an implementation: the `expectations/<impl>.json` files and how a run
+//! is judged against one (`agentsim run --expect FILE`).
+//!
+//! ```json
+//! {"implementation": "pi-0.73.1",
+//!  "deviations": [{"rule": "PERSIST-7", "scenarios": ["wiring/walkthrough"],
+//!                  "reason": "why this implementation breaks the rule here",
+//!                  "firstDivergence": "the first divergent trace line (informational)"}]}
+//! ```
+//!
+//! A deviation names a rule ID of conformance.md (or `expect` for a scenario's own `expect`
+//! block, or `model[N].expect` for a request check) and the scenarios (test names, as `run`
+//! prints them) where that rule is expected to fail, with the reason. With `--expect`, a run
+//! passes only when the (scenario, rule) failures it observes are exactly the listed ones among
+//! the scenarios it ran: an unlisted failure is **unexpected**, a listed failure that no longer
+//! happens is **stale**; both fail the run. Listed scenarios that were not run, or ran as not
+//! applicable or broken, are reported and neither confirm nor contradict the file.
+//!
+//! The file is strict like a scenario: unknown fields are rejected and every problem names the
+//! file, line and field. This module reads and compares; it never runs anything.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::RULE_IDS;
+use crate::scenario::locate::{line_of, parse_path};
+use crate::suite::{CaseReport, Verdict};
+
+/// One `expectations/<impl>.json` file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExpectationFile {
+    /// Which implementation (and version) the file describes, e.g. `pi-0.73.1`.
+    pub implementation: String,
+    pub deviations: Vec<Deviation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Deviation {
+    pub rule: String,
+    pub scenarios: Vec<String>,
+    pub reason: String,
+    /// The first divergent trace line when the file was written; for readers, not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_divergence: Option<String>,
+}
+
+/// An expectation file that could not be used. Names the file, line and field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {field}: {message}")]
+pub struct ExpectationError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub field: String,
+    pub message: String,
+}
+
+impl ExpectationError {
+    pub fn code(&self) -> &'static str {
+        "expectations.invalid"
+    }
+}
+
+/// Reads and validates an expectation file.
+pub fn load(path: &Path) -> Result<ExpectationFile, ExpectationError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ExpectationError {
+        file: path.to_path_buf(),
+        line: 0,
+        field: "-".into(),
+        message: format!("cannot read: {error}"),
+    })?;
+    parse(path, &text)
+}
+
+/// Parses and validates expectation text.
+pub fn parse(path: &Path, text: &str) -> Result<ExpectationFile, ExpectationError> {
+    let error = |line: usize, field: String, message: String| ExpectationError {
+        file: path.to_path_buf(),
+        line,
+        field,
+        message,
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let file: ExpectationFile = serde_path_to_error::deserialize(&mut deserializer).map_err(|problem| {
+        let field = problem.path().to_string();
+        let inner = problem.into_inner();
+        let message = inner.to_string();
+        let message = match message.rfind(" at line ") {
+            Some(at) => message[..at].to_string(),
+            None => message,
+        };
+        let field = if inner.is_syntax() || inner.is_eof() || field == "." {
+            "-".to_string()
+        } else {
+            field
+        };
+        error(inner.line(), field, message)
+    })?;
+    deserializer
+        .end()
+        .map_err(|problem| error(problem.line(), "-".into(), "trailing characters".into()))?;
+    let at = |field: String, message: String| error(line_of(text, &parse_path(&field)), field, message);
+    if file.implementation.trim().is_empty() {
+        return Err(at(
+            "implementation".into(),
+            "name the implementation, e.g. `pi-0.73.1`".into(),
+        ));
+    }
+    let mut pairs = BTreeSet::new();
+    for (index, deviation) in file.deviations.iter().enumerate() {
+        if !is_known_rule(&deviation.rule) {
+            return Err(at(
+                format!("deviations[{index}].rule"),
+                format!(
+                    "unknown rule ID `{}` (a rule of conformance.md, `expect`, or `model[N].expect`)",
+                    deviation.rule
+                ),
+            ));
+        }
+        if deviation.reason.trim().is_empty() {
+            return Err(at(
+                format!("deviations[{index}].reason"),
+                "every deviation needs its reason".into(),
+            ));
+        }
+        if deviation.scenarios.is_empty() {
+            return Err(at(
+                format!("deviations[{index}].scenarios"),
+                "name at least one scenario".into(),
+            ));
+        }
+        for (scenario_index, scenario) in deviation.scenarios.iter().enumerate() {
+            if !pairs.insert((scenario.clone(), deviation.rule.clone())) {
+                return Err(at(
+                    format!("deviations[{index}].scenarios[{scenario_index}]"),
+                    format!("`{scenario}` is listed twice for {}", deviation.rule),
+                ));
+            }
+        }
+    }
+    Ok(file)
+}
+
+fn is_known_rule(rule: &str) -> bool {
+    if RULE_IDS.contains(&rule) || rule == "expect" {
+        return true;
+    }
+    rule.strip_prefix("model[")
+        .and_then(|rest| rest.strip_suffix("].expect"))
+        .is_some_and(|index| !index.is_empty() && index.bytes().all(|byte| byte.is_ascii_digit()))
+}
+
+/// One (scenario, rule) pair.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pair {
+    pub scenario: String,
+    pub rule: String,
+}
+
+/// How a run compares with an expectation file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// Listed and observed.
+    pub confirmed: Vec<Pair>,
+    /// Observed, not listed; with the first violation's message.
+    pub unexpected: Vec<(Pair, String)>,
+    /// Listed, but the scenario ran, was judged, and did not fail the rule; with the reason.
+    pub stale: Vec<(Pair, String)>,
+    /// Listed, but the scenario was not run, not applicable or broken.
+    pub unjudged: Vec<Pair>,
+}
+
+impl Comparison {
+    /// The run matches the file exactly.
+    pub fn holds(&self) -> bool {
+        self.unexpected.is_empty() && self.stale.is_empty()
+    }
+}
+
+/// Compares the failures of `reports` with `file`.
+pub fn compare(file: &ExpectationFile, reports: &[CaseReport]) -> Comparison {
+    let mut observed: Vec<(Pair, String)> = Vec::new();
+    for report in reports {
+        if report.verdict != Verdict::Failed {
+            continue;
+        }
+        for violation in &report.violations {
+            let pair = Pair {
+                scenario: report.name.clone(),
+                rule: violation.rule.clone(),
+            };
+            if !observed.iter().any(|(seen, _)| *seen == pair) {
+                observed.push((pair, violation.message.clone()));
+            }
+        }
+    }
+    let mut comparison = Comparison::default();
+    let mut listed = BTreeSet::new();
+    for deviation in &file.deviations {
+        for scenario in &deviation.scenarios {
+            let pair = Pair {
+                scenario: scenario.clone(),
+                rule: deviation.rule.clone(),
+            };
+            listed.insert(pair.clone());
+            let judged = reports
+                .iter()
+                .find(|report| report.name == *scenario)
+                .is_some_and(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed));
+            if observed.iter().any(|(seen, _)| *seen == pair) {
+                comparison.confirmed.push(pair);
+            } else if judged {
+                comparison.stale.push((pair, deviation.reason.clone()));
+            } else {
+                comparison.unjudged.push(pair);
+            }
+        }
+    }
+    for (pair, message) in observed {
+        if !listed.contains(&pair) {
+            comparison.unexpected.push((pair, message));
+        }
+    }
+    comparison.confirmed.sort();
+    comparison.unexpected.sort();
+    comparison.stale.sort();
+    comparison.unjudged.sort();
+    comparison
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(text: &str) -> Result<ExpectationFile, ExpectationError> {
+        parse(Path::new("expectations/x.json"), text)
+    }
+
+    #[test]
+    fn a_valid_file_reads() {
+        let file = parse_text(
+            r#"{"implementation":"pi-0.73.1","deviations":[
+                {"rule":"PERSIST-7","scenarios":["wiring/walkthrough"],"reason":"r","firstDivergence":"0011 ..."},
+                {"rule":"model[0].expect","scenarios":["a/b"],"reason":"r"}]}"#,
+        )
+        .expect("valid");
+        assert_eq!(file.deviations.len(), 2);
+    }
+
+    #[test]
+    fn problems_name_line_and_field() {
+        let error = parse_text("{\"implementation\":\"pi\",\n\"deviations\":[\n{\"rule\":\"PERSIST-99\",\"scenarios\":[\"a\"],\"reason\":\"r\"}]}")
+            .unwrap_err();
+        assert_eq!(error.line, 3);
+        assert_eq!(error.field, "deviations[0].rule");
+        let error = parse_text(r#"{"implementation":"pi","deviations":[],"extra":1}"#).unwrap_err();
+        assert!(error.message.contains("unknown field `extra`"), "{error}");
+        let error = parse_text(
+            r#"{"implementation":"pi","deviations":[{"rule":"expect","scenarios":["a","a"],"reason":"r"}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(error.field, "deviations[0].scenarios[1]");
+        let error =
+            parse_text(r#"{"implementation":"pi","deviations":[{"rule":"expect","scenarios":["a"],"reason":" "}]}"#)
+                .unwrap_err();
+        assert_eq!(error.field, "deviations[0].reason");
+    }
+}

@@ -1,0 +1,293 @@
+//! Exploration: each scenario under many schedules, every rule checked on every trace.
+//!
+//! `random` and `pct` run one schedule per seed; seeds are numbered `0..seeds` and a shard
+//! `K/N` takes the seeds with `seed % N == K - 1`, so N CI jobs divide the work exactly and
+//! any failure replays with `agentsim replay FILE --strategy S --seed SEED`. `exhaustive`
+//! enumerates every distinct choice sequence of a scenario (depth first, by replaying
+//! prefixes), up to a bound of runs; a failure there replays with `--choices`.
+//!
+//! The scenario's own expectations describe the canonical schedule only; here the rules alone
+//! judge (outcomes that depend on the schedule are invariants, not one exact trace).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::check::{self, Violation};
+use crate::scenario::LoadedScenario;
+use crate::sim::{make_strategy, simulate, Replay, RunOutcome, StrategyKind, Subject, SubjectFailure};
+
+/// Which schedules to run.
+#[derive(Debug, Clone, Copy)]
+pub struct ExploreConfig {
+    pub strategy: StrategyKind,
+    pub seeds: u64,
+    /// `(K, N)`: this job runs the seeds with `seed % N == K - 1`.
+    pub shard: (u64, u64),
+    pub time_limit: Option<Duration>,
+    pub check_determinism: bool,
+}
+
+/// One schedule that broke a rule (or was not deterministic, or broke the subject).
+#[derive(Debug, Clone)]
+pub struct ExploreFailure {
+    pub scenario: String,
+    pub replay: String,
+    pub violations: Vec<Violation>,
+    pub broken: Option<SubjectFailure>,
+}
+
+/// The exhaustive enumeration of one scenario.
+#[derive(Debug, Clone)]
+pub struct Enumeration {
+    pub scenario: String,
+    pub schedules: u64,
+    pub distinct_traces: usize,
+    /// Every choice sequence was explored (the bound was not reached).
+    pub covered: bool,
+    /// More than three operations: not enumerated.
+    pub skipped: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ExploreSummary {
+    pub passed: u64,
+    pub failed: u64,
+    pub failures: Vec<ExploreFailure>,
+    pub enumerations: Vec<Enumeration>,
+    pub stopped_by_time: bool,
+}
+
+/// Creates a fresh subject for every run.
+pub type SubjectFactory<'a> = &'a (dyn Fn() -> Box<dyn Subject> + Sync);
+
+/// Reports progress: `(runs done, runs planned)`.
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// The operations at most an exhaustively enumerated scenario may have.
+pub const EXHAUSTIVE_OPERATIONS_MAX: usize = 3;
+
+/// The seeds of `0..seeds` that belong to `shard`.
+pub fn shard_seeds(seeds: u64, shard: (u64, u64)) -> impl Iterator<Item = u64> {
+    let (index, count) = shard;
+    (0..seeds).filter(move |seed| seed % count == index - 1)
+}
+
+/// Runs the exploration over `corpus` on `threads` worker threads.
+pub fn explore(
+    corpus: &[LoadedScenario],
+    config: ExploreConfig,
+    make_subject: SubjectFactory<'_>,
+    threads: usize,
+    progress: Progress<'_>,
+) -> ExploreSummary {
+    let started = Instant::now();
+    let seeds: Vec<u64> = shard_seeds(config.seeds, config.shard).collect();
+    let planned = match config.strategy {
+        StrategyKind::Exhaustive { bound } => corpus.len() as u64 * u64::from(bound),
+        _ => corpus.len() as u64 * seeds.len() as u64,
+    };
+    let done = AtomicU64::new(0);
+    let out_of_time = AtomicBool::new(false);
+    let next_scenario = AtomicU64::new(0);
+    let results: Mutex<Vec<(usize, ExploreSummary)>> = Mutex::new(Vec::new());
+    let timed_out = || {
+        let over = config.time_limit.is_some_and(|limit| started.elapsed() >= limit);
+        if over {
+            out_of_time.store(true, Ordering::Relaxed);
+        }
+        over
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let index = next_scenario.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some(loaded) = corpus.get(index) else { break };
+                let mut summary = ExploreSummary::default();
+                match config.strategy {
+                    StrategyKind::Exhaustive { bound } => {
+                        let enumeration = enumerate(
+                            loaded,
+                            bound,
+                            config.check_determinism,
+                            make_subject,
+                            &mut summary,
+                            &timed_out,
+                        );
+                        let runs = enumeration.schedules;
+                        summary.enumerations.push(enumeration);
+                        progress(done.fetch_add(runs, Ordering::Relaxed) + runs, planned);
+                    }
+                    strategy => {
+                        for &seed in &seeds {
+                            if timed_out() {
+                                break;
+                            }
+                            run_one(
+                                loaded,
+                                strategy,
+                                seed,
+                                None,
+                                config.check_determinism,
+                                make_subject,
+                                &mut summary,
+                            );
+                            progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
+                        }
+                    }
+                }
+                results.lock().expect("no worker panics").push((index, summary));
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("no worker panics");
+    results.sort_by_key(|(index, _)| *index);
+    let mut total = ExploreSummary {
+        stopped_by_time: out_of_time.load(Ordering::Relaxed),
+        ..ExploreSummary::default()
+    };
+    for (_, summary) in results {
+        total.passed += summary.passed;
+        total.failed += summary.failed;
+        total.failures.extend(summary.failures);
+        total.enumerations.extend(summary.enumerations);
+    }
+    total
+}
+
+/// One schedule: `seed` for random/pct, or a fixed choice sequence.
+fn run_one(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    choices: Option<&[usize]>,
+    check_determinism: bool,
+    make_subject: SubjectFactory<'_>,
+    summary: &mut ExploreSummary,
+) -> Option<RunOutcome> {
+    let replay = match choices {
+        Some(choices) => replay_with_choices(loaded, choices),
+        None => crate::suite::replay_command(&loaded.path, strategy, seed),
+    };
+    let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
+        let mut subject = make_subject();
+        match choices {
+            Some(choices) => simulate(&loaded.scenario, subject.as_mut(), &mut Replay::new(choices.to_vec())),
+            None => simulate(
+                &loaded.scenario,
+                subject.as_mut(),
+                make_strategy(strategy, seed).as_mut(),
+            ),
+        }
+    };
+    let outcome = match run(choices) {
+        Ok(outcome) => outcome,
+        Err(failure) => {
+            summary.failed += 1;
+            summary.failures.push(ExploreFailure {
+                scenario: loaded.name.clone(),
+                replay,
+                violations: Vec::new(),
+                broken: Some(failure),
+            });
+            return None;
+        }
+    };
+    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+    if check_determinism {
+        let fixed: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
+        let again = run(Some(&fixed));
+        let same = again
+            .as_ref()
+            .is_ok_and(|again| again.trace.render() == outcome.trace.render());
+        if !same {
+            violations.push(Violation {
+                rule: "determinism".into(),
+                lines: Vec::new(),
+                message: "the same schedule, replayed, gave a different trace".into(),
+            });
+        }
+    }
+    if violations.is_empty() {
+        summary.passed += 1;
+    } else {
+        summary.failed += 1;
+        summary.failures.push(ExploreFailure {
+            scenario: loaded.name.clone(),
+            replay,
+            violations,
+            broken: None,
+        });
+    }
+    Some(outcome)
+}
+
+/// The replay command for an explicit choice sequence.
+pub fn replay_with_choices(loaded: &LoadedScenario, choices: &[usize]) -> String {
+    let choices: Vec<String> = choices.iter().map(ToString::to_string).collect();
+    format!(
+        "agentsim replay {} --choices {}",
+        loaded.path.display(),
+        choices.join(".")
+    )
+}
+
+/// The next choice sequence after the run that took `taken` (index, choices) at each step: the
+/// deepest choice with an untried alternative, bumped; `None` when every sequence was tried.
+pub fn next_prefix(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
+    let position = taken.iter().rposition(|(index, count)| index + 1 < *count)?;
+    let mut prefix: Vec<usize> = taken[..position].iter().map(|(index, _)| *index).collect();
+    prefix.push(taken[position].0 + 1);
+    Some(prefix)
+}
+
+/// Depth-first enumeration of every choice sequence, up to `bound` runs.
+fn enumerate(
+    loaded: &LoadedScenario,
+    bound: u32,
+    check_determinism: bool,
+    make_subject: SubjectFactory<'_>,
+    summary: &mut ExploreSummary,
+    timed_out: &dyn Fn() -> bool,
+) -> Enumeration {
+    let mut enumeration = Enumeration {
+        scenario: loaded.name.clone(),
+        schedules: 0,
+        distinct_traces: 0,
+        covered: false,
+        skipped: loaded.scenario.operations.len() > EXHAUSTIVE_OPERATIONS_MAX,
+    };
+    if enumeration.skipped {
+        return enumeration;
+    }
+    let mut traces: BTreeSet<String> = BTreeSet::new();
+    let mut prefix: Vec<usize> = Vec::new();
+    loop {
+        if enumeration.schedules >= u64::from(bound) || timed_out() {
+            break;
+        }
+        enumeration.schedules += 1;
+        let Some(outcome) = run_one(
+            loaded,
+            StrategyKind::Scripted,
+            0,
+            Some(&prefix),
+            check_determinism,
+            make_subject,
+            summary,
+        ) else {
+            break;
+        };
+        traces.insert(outcome.trace.render());
+        match next_prefix(&outcome.choices) {
+            Some(next) => prefix = next,
+            None => {
+                enumeration.covered = true;
+                break;
+            }
+        }
+    }
+    enumeration.distinct_traces = traces.len();
+    enumeration
+}

@@ -1,0 +1,352 @@
+//! Differential traces: the first event at which an implementation's trace departs from the
+//! reference's trace of the same (scenario, strategy, seed).
+//!
+//! Both traces are normalized before they are compared, and only for the comparison:
+//!
+//! 1. **Ids renumbered.** An adapter chooses its own effect and abort-signal ids; both traces
+//!    have them renumbered 1, 2, 3, ... in order of first appearance. (The reference numbers
+//!    them that way already, so its trace is unchanged.)
+//! 2. **Fields redacted.** In every assistant message anywhere in an event (any JSON object with
+//!    a `stopReason` key), the fields in [`REDACTED_ASSISTANT_FIELDS`] — `usage`, `api`,
+//!    `provider`, `model` — are replaced by `"<redacted>"`: they describe the model client, and
+//!    implementations legitimately fill them differently.
+//!
+//! Events are compared as JSON (so a difference the one-line rendering does not show, such as an
+//! entry's timestamp, still counts), and reported as both rendered lines plus the JSON path of
+//! the first differing field. The list is documented in docs/protocol.md; change both together.
+//!
+//! A divergence is information, not a verdict: the rules judge the implementation's trace on
+//! their own, and an implementation may diverge from the reference where the seed is open.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::runtime::{EffectId, SignalId};
+use crate::trace::{render_line, Event, Trace};
+
+/// The assistant-message fields blanked before comparing (see the module documentation).
+pub const REDACTED_ASSISTANT_FIELDS: &[&str] = &["usage", "api", "provider", "model"];
+
+/// What a redacted field reads as.
+pub const REDACTED: &str = "<redacted>";
+
+/// Values quoted in a divergence are cut to this many characters.
+const VALUE_CHARS_MAX: usize = 120;
+
+/// Where two traces first differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// 1-based trace line.
+    pub line: usize,
+    /// The reference's line (normalized rendering), `None` when its trace ended before.
+    pub reference: Option<String>,
+    /// The implementation's line (normalized rendering), `None` when its trace ended before.
+    pub implementation: Option<String>,
+    /// The JSON path of the first differing field in the event, e.g. `entry.timestamp`, with
+    /// both values (compact JSON, cut); `None` when one trace ended.
+    pub field: Option<FieldDifference>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldDifference {
+    pub path: String,
+    pub reference: String,
+    pub implementation: String,
+}
+
+impl Divergence {
+    /// One line for reports: `line 0011: reference `...` / implementation `...``.
+    pub fn summary(&self) -> String {
+        let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(end of trace)".to_string());
+        format!(
+            "line {:04}: reference `{}` / implementation `{}`",
+            self.line,
+            side(&self.reference),
+            side(&self.implementation)
+        )
+    }
+
+    /// The lines a human report prints, without indentation.
+    pub fn describe(&self) -> Vec<String> {
+        let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(end of trace)".to_string());
+        let mut lines = vec![
+            format!("first divergence from the reference at trace line {:04}:", self.line),
+            format!("  reference:      {}", side(&self.reference)),
+            format!("  implementation: {}", side(&self.implementation)),
+        ];
+        // When the events are of different kinds, the lines already say everything.
+        if let Some(field) = self.field.as_ref().filter(|field| field.path != "event") {
+            lines.push(format!(
+                "  field {}: reference {} / implementation {}",
+                field.path, field.reference, field.implementation
+            ));
+        }
+        lines
+    }
+}
+
+/// The first divergence of `implementation` from `reference`, or `None` when they agree.
+pub fn first_divergence(reference: &Trace, implementation: &Trace) -> Option<Divergence> {
+    let reference = normalize(reference);
+    let implementation = normalize(implementation);
+    let length = reference.events.len().max(implementation.events.len());
+    for index in 0..length {
+        let left = reference.events.get(index);
+        let right = implementation.events.get(index);
+        let render = |event: Option<&Event>| event.map(|event| render_line(index + 1, event));
+        match (left, right) {
+            (Some(left), Some(right)) => {
+                let left_json = comparable(left);
+                let right_json = comparable(right);
+                if left_json != right_json {
+                    let field = first_difference(&left_json, &right_json, String::new()).map(
+                        |(path, reference, implementation)| FieldDifference {
+                            path,
+                            reference,
+                            implementation,
+                        },
+                    );
+                    return Some(Divergence {
+                        line: index + 1,
+                        reference: render(Some(left)),
+                        implementation: render(Some(right)),
+                        field,
+                    });
+                }
+            }
+            _ => {
+                return Some(Divergence {
+                    line: index + 1,
+                    reference: render(left),
+                    implementation: render(right),
+                    field: None,
+                })
+            }
+        }
+    }
+    None
+}
+
+/// The event as JSON with assistant-client fields redacted.
+fn comparable(event: &Event) -> Value {
+    let mut value = serde_json::to_value(event).expect("trace events always serialize");
+    redact(&mut value);
+    value
+}
+
+fn redact(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            if object.contains_key("stopReason") {
+                for field in REDACTED_ASSISTANT_FIELDS {
+                    if let Some(slot) = object.get_mut(*field) {
+                        *slot = Value::String(REDACTED.to_string());
+                    }
+                }
+            }
+            for child in object.values_mut() {
+                redact(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        _ => {}
+    }
+}
+
+/// The path and both values of the first difference between two JSON values.
+fn first_difference(left: &Value, right: &Value, path: String) -> Option<(String, String, String)> {
+    match (left, right) {
+        (Value::Object(left_object), Value::Object(right_object)) => {
+            let keys = left_object
+                .keys()
+                .chain(right_object.keys().filter(|key| !left_object.contains_key(*key)));
+            for key in keys {
+                let child_path = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match (left_object.get(key), right_object.get(key)) {
+                    (Some(a), Some(b)) => {
+                        if a != b {
+                            return first_difference(a, b, child_path);
+                        }
+                    }
+                    (a, b) => return Some((child_path, show(a), show(b))),
+                }
+            }
+            None
+        }
+        (Value::Array(left_items), Value::Array(right_items)) => {
+            for index in 0..left_items.len().max(right_items.len()) {
+                let child_path = format!("{path}[{index}]");
+                match (left_items.get(index), right_items.get(index)) {
+                    (Some(a), Some(b)) => {
+                        if a != b {
+                            return first_difference(a, b, child_path);
+                        }
+                    }
+                    (a, b) => return Some((child_path, show(a), show(b))),
+                }
+            }
+            None
+        }
+        _ if left == right => None,
+        _ => {
+            let path = if path.is_empty() { "-".to_string() } else { path };
+            Some((path, show(Some(left)), show(Some(right))))
+        }
+    }
+}
+
+fn show(value: Option<&Value>) -> String {
+    let Some(value) = value else {
+        return "(absent)".to_string();
+    };
+    let text = serde_json::to_string(value).expect("values serialize");
+    if text.chars().count() <= VALUE_CHARS_MAX {
+        text
+    } else {
+        let cut: String = text.chars().take(VALUE_CHARS_MAX).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The trace with effect and signal ids renumbered by first appearance.
+pub fn normalize(trace: &Trace) -> Trace {
+    let mut effects = Renumber::default();
+    let mut signals = Renumber::default();
+    let mut normalized = Trace::default();
+    for event in &trace.events {
+        let mut event = event.clone();
+        match &mut event {
+            Event::ModelRequest { effect, signal, .. } | Event::ToolCall { effect, signal, .. } => {
+                *effect = EffectId(effects.map(effect.0));
+                *signal = SignalId(signals.map(signal.0));
+            }
+            Event::ModelChunk { effect, .. }
+            | Event::ModelResponse { effect, .. }
+            | Event::Hook { effect, .. }
+            | Event::HookAnswer { effect, .. }
+            | Event::ToolAnswer { effect, .. }
+            | Event::Append { effect, .. }
+            | Event::AppendAnswer { effect, .. }
+            | Event::Write { effect, .. }
+            | Event::WriteAnswer { effect, .. } => *effect = EffectId(effects.map(effect.0)),
+            Event::AbortSignal { signal } => *signal = SignalId(signals.map(signal.0)),
+            Event::End { pending, .. } => {
+                for effect in pending.iter_mut() {
+                    *effect = EffectId(effects.map(effect.0));
+                }
+            }
+            Event::Restored { .. } | Event::RestoreFailed { .. } | Event::Deliver { .. } | Event::Settled { .. } => {}
+        }
+        normalized.push(event);
+    }
+    normalized
+}
+
+#[derive(Default)]
+struct Renumber {
+    seen: BTreeMap<u32, u32>,
+}
+
+impl Renumber {
+    fn map(&mut self, id: u32) -> u32 {
+        let next = self.seen.len() as u32 + 1;
+        *self.seen.entry(id).or_insert(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AssistantMessage, StopReason, Usage};
+    use crate::runtime::{Cause, OpId};
+    use crate::trace::Operation;
+
+    fn assistant(model: &str, text: &str) -> AssistantMessage {
+        AssistantMessage {
+            content: vec![crate::model::AssistantBlock::Text { text: text.into() }],
+            api: "a".into(),
+            provider: "p".into(),
+            model: model.into(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            timestamp: 1,
+        }
+    }
+
+    fn trace(events: Vec<Event>) -> Trace {
+        Trace { events }
+    }
+
+    #[test]
+    fn renumbered_ids_and_redacted_fields_do_not_diverge() {
+        let reference = trace(vec![
+            Event::Deliver {
+                op: OpId(1),
+                operation: Operation::Flush,
+            },
+            Event::ModelResponse {
+                effect: EffectId(1),
+                message: assistant("m1", "hi"),
+            },
+            Event::AbortSignal { signal: SignalId(1) },
+        ]);
+        let implementation = trace(vec![
+            Event::Deliver {
+                op: OpId(1),
+                operation: Operation::Flush,
+            },
+            Event::ModelResponse {
+                effect: EffectId(40),
+                message: assistant("other-model", "hi"),
+            },
+            Event::AbortSignal { signal: SignalId(7) },
+        ]);
+        assert_eq!(first_divergence(&reference, &implementation), None);
+    }
+
+    #[test]
+    fn the_first_differing_field_is_named() {
+        let reference = trace(vec![Event::ModelResponse {
+            effect: EffectId(1),
+            message: assistant("m", "hi"),
+        }]);
+        let implementation = trace(vec![Event::ModelResponse {
+            effect: EffectId(1),
+            message: assistant("m", "ho"),
+        }]);
+        let divergence = first_divergence(&reference, &implementation).expect("they differ");
+        assert_eq!(divergence.line, 1);
+        let field = divergence.field.expect("a field");
+        assert_eq!(field.path, "message.content[0].text");
+        assert_eq!(
+            (field.reference.as_str(), field.implementation.as_str()),
+            ("\"hi\"", "\"ho\"")
+        );
+    }
+
+    #[test]
+    fn a_shorter_trace_diverges_where_it_ends() {
+        let reference = trace(vec![
+            Event::RestoreFailed {
+                cause: Cause::new("a", "b"),
+            },
+            Event::End {
+                pending: vec![],
+                undelivered: vec![],
+            },
+        ]);
+        let implementation = trace(vec![Event::RestoreFailed {
+            cause: Cause::new("a", "b"),
+        }]);
+        let divergence = first_divergence(&reference, &implementation).expect("they differ");
+        assert_eq!(divergence.line, 2);
+        assert_eq!(divergence.implementation, None);
+        assert!(divergence.summary().contains("(end of trace)"));
+    }
+}

@@ -1,0 +1,358 @@
+//! `ExternalSubject`: an implementation in another process, driven through the adapter
+//! protocol as a [`Subject`].
+//!
+//! One adapter process per run. `start` spawns it, reads `hello` (checking the version and
+//! whether the scenario uses something the adapter declared unsupported), writes `start` and
+//! reads up to `idle`. Every `deliver` writes one `operation` or `complete` and collects the
+//! effects, abort signals and settlements up to the next `idle`. Every wait is bounded by the
+//! step timeout; whatever the adapter does wrong becomes a typed [`SubjectFailure`], never a
+//! panic or a hang. Dropping the subject asks the adapter to shut down, then kills its process
+//! group.
+//!
+//! This module owns the turn-taking; the bytes and the process are `process`'s, the shapes are
+//! `wire`'s.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crate::runtime::{Cause, Effect, EffectId, Input, OpId, SignalId};
+use crate::scenario::Scenario;
+use crate::sim::{Restored, Subject, SubjectFailure};
+
+use super::process::{AdapterProcess, ExitState, Next};
+use super::wire::{
+    effect_from_wire, input_to_wire, parse_adapter_line, settlement_from_wire, to_line, AdapterMessage, Hello,
+    KitMessage, LineError, StartScenario, LINE_BYTES_MAX,
+};
+
+/// The default bound on every wait (`--step-timeout-ms`).
+pub const STEP_TIMEOUT_DEFAULT: Duration = Duration::from_millis(10_000);
+
+/// More messages than this between two `idle`s is a runaway adapter.
+const MESSAGES_PER_STEP_MAX: usize = 100_000;
+
+/// How long a verdict waits for the adapter's stderr to close, for a complete tail.
+const STDERR_SETTLE: Duration = Duration::from_millis(300);
+
+/// How long the adapter gets to exit after `shutdown` before its group is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(1_000);
+
+/// How much of an offending line a verdict quotes.
+const QUOTE_CHARS_MAX: usize = 200;
+
+/// An implementation behind the adapter protocol. See the module documentation.
+pub struct ExternalSubject {
+    command: String,
+    step_timeout: Duration,
+    process: Option<AdapterProcess>,
+    hello: Option<Hello>,
+    effect_ids: BTreeSet<u32>,
+    /// A failure was reported: the process is killed, not asked to shut down.
+    failed: bool,
+}
+
+impl ExternalSubject {
+    /// A subject that runs `sh -c command` for each run, bounding every wait by `step_timeout`.
+    pub fn new(command: impl Into<String>, step_timeout: Duration) -> ExternalSubject {
+        ExternalSubject {
+            command: command.into(),
+            step_timeout,
+            process: None,
+            hello: None,
+            effect_ids: BTreeSet::new(),
+            failed: false,
+        }
+    }
+
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// The adapter's `hello`, once a run has started.
+    pub fn hello(&self) -> Option<&Hello> {
+        self.hello.as_ref()
+    }
+
+    /// The pid of the running adapter (`sh`), if any; tests use it to check for leftovers.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(AdapterProcess::id)
+    }
+
+    /// Ends the current adapter process: `shutdown`, a short grace, then the group is killed.
+    pub fn stop(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            if !self.failed {
+                process.send(to_line(&KitMessage::Shutdown {}));
+                process.close_stdin();
+                process.wait_exit(Instant::now() + SHUTDOWN_GRACE.min(self.step_timeout));
+            }
+            // Dropping kills the group (anything the adapter left running) and reaps the child.
+            drop(process);
+        }
+    }
+
+    fn send(&mut self, message: &KitMessage) {
+        if let Some(process) = &mut self.process {
+            process.send(to_line(message));
+        }
+    }
+
+    /// Kills the adapter and builds the failure with its stderr tail.
+    fn fail(&mut self, make: impl FnOnce(Vec<String>) -> SubjectFailure) -> SubjectFailure {
+        self.failed = true;
+        let tail = match &mut self.process {
+            Some(process) => {
+                process.kill();
+                process.stderr_tail(STDERR_SETTLE)
+            }
+            None => Vec::new(),
+        };
+        make(tail)
+    }
+
+    fn malformed(&mut self, message: String) -> SubjectFailure {
+        self.fail(|stderr_tail| SubjectFailure::Malformed { message, stderr_tail })
+    }
+
+    /// Reads and parses the next adapter line before `deadline`.
+    fn read_message(&mut self, waiting_for: &str, deadline: Instant) -> Result<AdapterMessage, SubjectFailure> {
+        let Some(process) = &mut self.process else {
+            return Err(SubjectFailure::Protocol {
+                message: "no adapter process is running".into(),
+            });
+        };
+        let waiting_for = waiting_for.to_string();
+        let next = process.next_line(deadline);
+        let line = match next {
+            Next::Line(line) => line,
+            Next::Oversize => {
+                return Err(self.fail(|stderr_tail| SubjectFailure::Oversize {
+                    limit: LINE_BYTES_MAX,
+                    stderr_tail,
+                }))
+            }
+            Next::TimedOut => {
+                let waited_ms = self.step_timeout.as_millis() as u64;
+                return Err(self.fail(|stderr_tail| SubjectFailure::Timeout {
+                    waited_ms,
+                    waiting_for,
+                    stderr_tail,
+                }));
+            }
+            Next::Closed(None) => {
+                let message = format!("it closed its stdout but did not exit, while the kit waited for {waiting_for}");
+                return Err(self.malformed(message));
+            }
+            Next::Closed(Some(ExitState::Code(0))) => {
+                return Err(self.fail(|stderr_tail| SubjectFailure::EarlyExit {
+                    waiting_for,
+                    stderr_tail,
+                }))
+            }
+            Next::Closed(Some(exit @ ExitState::Code(126 | 127))) if self.hello.is_none() => {
+                return Err(self.fail(|stderr_tail| SubjectFailure::BadCommand {
+                    status: exit.to_string(),
+                    stderr_tail,
+                }))
+            }
+            Next::Closed(Some(exit)) => {
+                return Err(self.fail(|stderr_tail| SubjectFailure::Crashed {
+                    status: exit.to_string(),
+                    waiting_for,
+                    stderr_tail,
+                }))
+            }
+        };
+        let text = match String::from_utf8(line) {
+            Ok(text) => text,
+            Err(error) => {
+                let line = quote_line(&String::from_utf8_lossy(error.as_bytes()));
+                return Err(self.fail(|stderr_tail| SubjectFailure::Garbage {
+                    line,
+                    problem: "not UTF-8".into(),
+                    stderr_tail,
+                }));
+            }
+        };
+        parse_adapter_line(&text).map_err(|error| {
+            self.fail(|stderr_tail| match error {
+                LineError::Garbage { problem } => SubjectFailure::Garbage {
+                    line: quote_line(&text),
+                    problem,
+                    stderr_tail,
+                },
+                LineError::UnknownType { type_name } => SubjectFailure::UnknownMessage {
+                    type_name: format!("`{type_name}`"),
+                    stderr_tail,
+                },
+                LineError::UnknownEffectKind { kind } => SubjectFailure::UnknownEffect {
+                    message: format!("unknown effect kind `{kind}`"),
+                    stderr_tail,
+                },
+                LineError::Version { got } => SubjectFailure::Version { got, stderr_tail },
+                other => SubjectFailure::Malformed {
+                    message: other.to_string(),
+                    stderr_tail,
+                },
+            })
+        })
+    }
+
+    /// The first operation or behaviour of `scenario` that the adapter declared unsupported.
+    fn unsupported_use(scenario: &Scenario, hello: &Hello) -> Option<(String, String)> {
+        let mut used: Vec<&str> = scenario.operations.iter().map(|spec| spec.operation().name()).collect();
+        if scenario.model.iter().any(|step| step.chunks.unwrap_or(1) > 1) {
+            used.push("chunks");
+        }
+        used.into_iter().find_map(|name| {
+            hello
+                .unsupported
+                .get(name)
+                .map(|reason| (name.to_string(), reason.clone()))
+        })
+    }
+}
+
+impl Drop for ExternalSubject {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `what` after an input, for timeouts and crashes: "`idle` after operation op#2 (prompt)".
+fn describe_wait(input: &Input) -> String {
+    match input {
+        Input::Complete { effect, .. } => format!("`idle` after `complete` for {effect}"),
+        other => {
+            let message = input_to_wire(other);
+            match message {
+                KitMessage::Operation { op, operation } => {
+                    format!("`idle` after operation {} ({})", OpId(op), operation.name())
+                }
+                _ => "`idle`".to_string(),
+            }
+        }
+    }
+}
+
+fn quote_line(line: &str) -> String {
+    if line.chars().count() <= QUOTE_CHARS_MAX {
+        return crate::trace::quote(line);
+    }
+    let cut: String = line.chars().take(QUOTE_CHARS_MAX).collect();
+    format!("{}…", crate::trace::quote(&cut))
+}
+
+impl Subject for ExternalSubject {
+    fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
+        self.stop();
+        self.failed = false;
+        self.hello = None;
+        self.effect_ids.clear();
+        let process = AdapterProcess::spawn(&self.command).map_err(|error| SubjectFailure::Spawn {
+            message: format!("sh -c {}: {error}", crate::trace::quote(&self.command)),
+        })?;
+        self.process = Some(process);
+
+        let deadline = Instant::now() + self.step_timeout;
+        let hello = match self.read_message("`hello`", deadline)? {
+            AdapterMessage::Hello(hello) => hello,
+            other => {
+                let message = format!("the first line must be `hello`, not `{}`", other.type_name());
+                return Err(self.malformed(message));
+            }
+        };
+        let unsupported = Self::unsupported_use(scenario, &hello);
+        self.hello = Some(hello);
+        if let Some((operation, reason)) = unsupported {
+            return Err(SubjectFailure::Unsupported { operation, reason });
+        }
+
+        self.send(&KitMessage::Start {
+            scenario: StartScenario::from_scenario(scenario),
+        });
+        let deadline = Instant::now() + self.step_timeout;
+        let waiting_for = "`started` or `restore_failed`, then `idle`, after `start`";
+        let mut restored: Option<Result<Restored, Cause>> = None;
+        loop {
+            match self.read_message(waiting_for, deadline)? {
+                AdapterMessage::Started { leaf, messages } if restored.is_none() => {
+                    restored = Some(Ok(Restored { leaf, messages }));
+                }
+                AdapterMessage::RestoreFailed { cause } if restored.is_none() => {
+                    restored = Some(Err(cause.into()));
+                }
+                AdapterMessage::Idle {} => match restored {
+                    Some(restored) => return Ok(restored),
+                    None => return Err(self.malformed("`idle` before `started` or `restore_failed`".into())),
+                },
+                AdapterMessage::Error { code, message } => {
+                    return Err(self.malformed(format!(
+                        "the adapter reported an error after `start`: {code}: {message}"
+                    )))
+                }
+                other => {
+                    let message = format!(
+                        "unexpected `{}` after `start` (only `started` or `restore_failed`, then `idle`)",
+                        other.type_name()
+                    );
+                    return Err(self.malformed(message));
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        if self.process.is_none() || self.failed {
+            return Err(SubjectFailure::Protocol {
+                message: "an input was delivered before a successful start".into(),
+            });
+        }
+        let waiting_for = describe_wait(&input);
+        self.send(&input_to_wire(&input));
+        let deadline = Instant::now() + self.step_timeout;
+        for _ in 0..MESSAGES_PER_STEP_MAX {
+            match self.read_message(&waiting_for, deadline)? {
+                AdapterMessage::Effect { effect } => {
+                    let id = effect.id();
+                    if id == 0 {
+                        return Err(self.fail(|stderr_tail| SubjectFailure::UnknownEffect {
+                            message: "effect id 0: effect ids are positive integers".into(),
+                            stderr_tail,
+                        }));
+                    }
+                    if !self.effect_ids.insert(id) {
+                        return Err(self.fail(|stderr_tail| SubjectFailure::UnknownEffect {
+                            message: format!("effect id {id} was already used in this run ({})", EffectId(id)),
+                            stderr_tail,
+                        }));
+                    }
+                    effects.push(effect_from_wire(effect));
+                }
+                AdapterMessage::AbortSignal { signal } => effects.push(Effect::AbortSignal {
+                    signal: SignalId(signal),
+                }),
+                AdapterMessage::Settled { op, settlement } => effects.push(Effect::Settled {
+                    op: OpId(op),
+                    settlement: settlement_from_wire(settlement),
+                }),
+                AdapterMessage::Idle {} => return Ok(()),
+                AdapterMessage::Error { code, message } => {
+                    return Err(self.malformed(format!(
+                        "the adapter reported an error while the kit waited for {waiting_for}: {code}: {message}"
+                    )))
+                }
+                other => {
+                    let message = format!(
+                        "unexpected `{}` while the kit waited for {waiting_for}",
+                        other.type_name()
+                    );
+                    return Err(self.malformed(message));
+                }
+            }
+        }
+        Err(self.malformed(format!(
+            "more than {MESSAGES_PER_STEP_MAX} messages without `idle` while the kit waited for {waiting_for}"
+        )))
+    }
+}

@@ -1,0 +1,21 @@
+//! The adapter protocol: how the kit drives an implementation in another process.
+//!
+//! - [`wire`]: the versioned JSON-lines messages (docs/protocol.md), apart from the domain types,
+//!   with conversions to and from `runtime::io`'s Inputs and Effects.
+//! - [`process`]: one adapter process, its pipes and bounded waits; the process group is killed
+//!   when it is dropped.
+//! - [`external`]: [`ExternalSubject`], the `sim::Subject` that speaks the protocol to an adapter;
+//!   every misbehaviour becomes a typed `SubjectFailure`.
+//! - [`serve`]: `agentsim serve`, the reference Runtime as an adapter over stdio.
+//! - [`diff`]: differential traces: where an implementation's trace first departs from the
+//!   reference's.
+//!
+//! Nothing here judges a trace (that is `check`'s) or chooses a schedule (that is `sim`'s).
+
+pub mod diff;
+pub mod external;
+pub mod process;
+pub mod serve;
+pub mod wire;
+
+pub use external::{ExternalSubject, STEP_TIMEOUT_DEFAULT};

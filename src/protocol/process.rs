@@ -1,0 +1,455 @@
+//! One adapter process and its three pipes, with bounded waits and no leftovers.
+//!
+//! The adapter runs as `sh -c CMD` in a process group of its own. A writer thread feeds its
+//! stdin (so a child that never reads cannot block the kit), a reader thread cuts its stdout into
+//! lines of at most [`LINE_BYTES_MAX`] bytes, and another keeps the last [`STDERR_TAIL_LINES`]
+//! lines of its stderr for verdicts. Every read takes a deadline. Dropping an [`AdapterProcess`]
+//! kills the whole process group and reaps the child, so no adapter (nor anything it started in
+//! its group) outlives the run that spawned it.
+//!
+//! This module knows pipes, processes and time; it knows nothing of the protocol's messages.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::wire::LINE_BYTES_MAX;
+
+/// How many stderr lines a verdict shows at most.
+pub const STDERR_TAIL_LINES: usize = 40;
+
+/// Longer stderr lines are cut to this many bytes.
+const STDERR_LINE_BYTES_MAX: usize = 2_000;
+
+/// How long the kit keeps reading after the child exited while a grandchild holds stdout open.
+const AFTER_EXIT_GRACE: Duration = Duration::from_millis(200);
+
+/// How often a wait looks at the child's state.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitState {
+    Code(i32),
+    Signal(i32),
+}
+
+impl std::fmt::Display for ExitState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitState::Code(code) => write!(f, "exit status {code}"),
+            ExitState::Signal(signal) => write!(f, "killed by signal {signal}{}", signal_name(*signal)),
+        }
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGBUS => " (SIGBUS)",
+        libc::SIGFPE => " (SIGFPE)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGTERM => " (SIGTERM)",
+        libc::SIGPIPE => " (SIGPIPE)",
+        _ => "",
+    }
+}
+
+/// What the stdout reader saw.
+enum StdoutEvent {
+    Line(Vec<u8>),
+    /// A line grew past the limit; the reader stopped reading.
+    Oversize,
+    Closed,
+}
+
+/// The next thing on the adapter's stdout.
+#[derive(Debug)]
+pub enum Next {
+    Line(Vec<u8>),
+    Oversize,
+    /// stdout closed or the child exited; the exit state if the child ended before the deadline.
+    Closed(Option<ExitState>),
+    TimedOut,
+}
+
+#[derive(Debug, Default)]
+struct StderrTail {
+    lines: VecDeque<String>,
+    partial: Vec<u8>,
+    partial_cut: bool,
+    closed: bool,
+}
+
+impl StderrTail {
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        for piece in bytes.split_inclusive(|byte| *byte == b'\n') {
+            let (text, ends_line) = match piece.strip_suffix(b"\n") {
+                Some(text) => (text, true),
+                None => (piece, false),
+            };
+            let room = STDERR_LINE_BYTES_MAX.saturating_sub(self.partial.len());
+            if text.len() > room {
+                self.partial.extend_from_slice(&text[..room]);
+                self.partial_cut = true;
+            } else {
+                self.partial.extend_from_slice(text);
+            }
+            if ends_line {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        let mut line = String::from_utf8_lossy(&self.partial)
+            .trim_end_matches('\r')
+            .to_string();
+        if self.partial_cut {
+            line.push('…');
+        }
+        self.partial.clear();
+        self.partial_cut = false;
+        self.lines.push_back(line);
+        while self.lines.len() > STDERR_TAIL_LINES {
+            self.lines.pop_front();
+        }
+    }
+
+    fn snapshot(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.partial.is_empty() {
+            lines.push(String::from_utf8_lossy(&self.partial).to_string());
+            if lines.len() > STDERR_TAIL_LINES {
+                lines.remove(0);
+            }
+        }
+        lines
+    }
+}
+
+/// A running adapter. See the module documentation.
+pub struct AdapterProcess {
+    child: Child,
+    /// The process group: the child's pid (`process_group(0)`).
+    group: i32,
+    lines: Receiver<StdoutEvent>,
+    writer: Option<Sender<String>>,
+    stderr: Arc<Mutex<StderrTail>>,
+    exit: Option<ExitState>,
+    killed: bool,
+}
+
+impl AdapterProcess {
+    /// Starts `sh -c command` in a new process group with all three pipes.
+    pub fn spawn(command: &str) -> std::io::Result<AdapterProcess> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let group = child.id() as i32;
+        let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
+            _ => {
+                kill_group(group);
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(std::io::Error::other("the child's pipes were not created"));
+            }
+        };
+        // A bounded channel: a flooding adapter waits for the kit instead of filling memory.
+        let (line_sender, lines) = mpsc::sync_channel(256);
+        let (writer, to_write) = mpsc::channel::<String>();
+        let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+        let spawned = thread::Builder::new()
+            .name("adapter-stdout".into())
+            .spawn(move || read_stdout(stdout, line_sender))
+            .and_then(|_| {
+                let tail = Arc::clone(&stderr_tail);
+                thread::Builder::new()
+                    .name("adapter-stderr".into())
+                    .spawn(move || read_stderr(stderr, tail))
+            })
+            .and_then(|_| {
+                thread::Builder::new()
+                    .name("adapter-stdin".into())
+                    .spawn(move || write_stdin(stdin, to_write))
+            });
+        let process = AdapterProcess {
+            child,
+            group,
+            lines,
+            writer: Some(writer),
+            stderr: stderr_tail,
+            exit: None,
+            killed: false,
+        };
+        // On an error here, dropping `process` kills and reaps the child.
+        spawned.map(|_| process)
+    }
+
+    /// Queues one line (a newline is added). Never blocks; a child that stopped reading is
+    /// noticed by the next read.
+    pub fn send(&mut self, line: String) {
+        if let Some(writer) = &self.writer {
+            // An error means the writer thread ended (the child closed stdin); reads report why.
+            let _ = writer.send(line);
+        }
+    }
+
+    /// Closes the child's stdin once the queued lines are written.
+    pub fn close_stdin(&mut self) {
+        self.writer = None;
+    }
+
+    /// Waits for the next stdout line until `deadline`.
+    pub fn next_line(&mut self, deadline: Instant) -> Next {
+        let mut deadline = deadline;
+        let mut exited = false;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return if exited {
+                    Next::Closed(self.exit)
+                } else {
+                    Next::TimedOut
+                };
+            }
+            match self.lines.recv_timeout((deadline - now).min(POLL)) {
+                Ok(StdoutEvent::Line(line)) => return Next::Line(line),
+                Ok(StdoutEvent::Oversize) => return Next::Oversize,
+                Ok(StdoutEvent::Closed) | Err(RecvTimeoutError::Disconnected) => {
+                    return Next::Closed(self.wait_exit(deadline));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    // The child may have exited while something it started keeps stdout open:
+                    // read what is already in flight, then report the exit.
+                    if !exited && self.peek_exit().is_some() {
+                        exited = true;
+                        deadline = deadline.min(Instant::now() + AFTER_EXIT_GRACE);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The child's exit state if it has ended, without reaping it (so its process group id
+    /// cannot be reused before [`AdapterProcess::kill`]).
+    pub fn peek_exit(&mut self) -> Option<ExitState> {
+        if self.exit.is_none() {
+            self.exit = peek_exit(self.group);
+        }
+        self.exit
+    }
+
+    /// Waits until the child exits or `deadline` passes.
+    pub fn wait_exit(&mut self, deadline: Instant) -> Option<ExitState> {
+        loop {
+            if let Some(exit) = self.peek_exit() {
+                return Some(exit);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            thread::sleep((deadline - now).min(Duration::from_millis(5)));
+        }
+    }
+
+    /// Kills every process of the group. Idempotent.
+    pub fn kill(&mut self) {
+        if !self.killed {
+            self.killed = true;
+            kill_group(self.group);
+            // The child itself, in case it left the group.
+            let _ = self.child.kill();
+        }
+    }
+
+    /// The last stderr lines. Waits up to `settle` for stderr to close (after an exit or a kill
+    /// the tail is then complete); a live child's tail is returned as it is.
+    pub fn stderr_tail(&self, settle: Duration) -> Vec<String> {
+        let until = Instant::now() + settle;
+        loop {
+            let closed = self.stderr.lock().map(|tail| tail.closed).unwrap_or(true);
+            if closed || Instant::now() >= until {
+                break;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+        self.stderr.lock().map(|tail| tail.snapshot()).unwrap_or_default()
+    }
+
+    /// The child's pid (also its process group id).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for AdapterProcess {
+    fn drop(&mut self) {
+        self.writer = None;
+        self.kill();
+        // SIGKILL cannot be ignored, so this returns promptly.
+        let _ = self.child.wait();
+    }
+}
+
+fn kill_group(group: i32) {
+    if group > 0 {
+        // SAFETY: killpg has no memory effects; a group that no longer exists gives ESRCH.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+}
+
+/// `waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`: the exit state, leaving the child waitable.
+fn peek_exit(pid: i32) -> Option<ExitState> {
+    // SAFETY: siginfo_t is plain data, valid when zeroed; waitid writes into it and nothing else.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: `info` outlives the call.
+    let result = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    if result != 0 {
+        return None;
+    }
+    // SAFETY: after a successful waitid with WEXITED, si_pid and si_status are the fields set
+    // (si_pid is 0 when no child has changed state yet).
+    let (child_pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if child_pid == 0 {
+        return None;
+    }
+    match info.si_code {
+        libc::CLD_EXITED => Some(ExitState::Code(status)),
+        libc::CLD_KILLED | libc::CLD_DUMPED => Some(ExitState::Signal(status)),
+        _ => None,
+    }
+}
+
+fn read_stdout(stdout: ChildStdout, lines: SyncSender<StdoutEvent>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line: Vec<u8> = Vec::new();
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if buffer.is_empty() {
+            if !line.is_empty() {
+                let _ = lines.send(StdoutEvent::Line(std::mem::take(&mut line)));
+            }
+            break;
+        }
+        let (taken, complete) = match buffer.iter().position(|byte| *byte == b'\n') {
+            Some(end) => {
+                line.extend_from_slice(&buffer[..end]);
+                (end + 1, true)
+            }
+            None => {
+                line.extend_from_slice(buffer);
+                (buffer.len(), false)
+            }
+        };
+        reader.consume(taken);
+        if line.len() > LINE_BYTES_MAX {
+            let _ = lines.send(StdoutEvent::Oversize);
+            return;
+        }
+        if complete && lines.send(StdoutEvent::Line(std::mem::take(&mut line))).is_err() {
+            return;
+        }
+    }
+    let _ = lines.send(StdoutEvent::Closed);
+}
+
+fn read_stderr(mut stderr: ChildStderr, tail: Arc<Mutex<StderrTail>>) {
+    let mut buffer = [0u8; 8192];
+    loop {
+        match stderr.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(count) => {
+                if let Ok(mut tail) = tail.lock() {
+                    tail.push_bytes(&buffer[..count]);
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    if let Ok(mut tail) = tail.lock() {
+        tail.closed = true;
+    }
+}
+
+fn write_stdin(mut stdin: std::process::ChildStdin, lines: Receiver<String>) {
+    for mut line in lines {
+        line.push('\n');
+        if stdin.write_all(line.as_bytes()).and_then(|()| stdin.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_keeps_the_last_lines_and_cuts_long_ones() {
+        let mut tail = StderrTail::default();
+        for index in 0..100 {
+            tail.push_bytes(format!("line {index}\n").as_bytes());
+        }
+        tail.push_bytes(&vec![b'x'; STDERR_LINE_BYTES_MAX + 10]);
+        tail.push_bytes(b"\npartial");
+        let lines = tail.snapshot();
+        assert_eq!(lines.len(), STDERR_TAIL_LINES);
+        assert_eq!(lines.last().map(String::as_str), Some("partial"));
+        assert!(lines[lines.len() - 2].ends_with('…'));
+        assert_eq!(lines[lines.len() - 2].len(), STDERR_LINE_BYTES_MAX + '…'.len_utf8());
+    }
+
+    #[test]
+    fn a_line_split_across_reads_is_one_line() {
+        let mut tail = StderrTail::default();
+        tail.push_bytes(b"hel");
+        tail.push_bytes(b"lo\r\nworld\n");
+        assert_eq!(tail.snapshot(), vec!["hello".to_string(), "world".to_string()]);
+    }
+
+    #[test]
+    fn exit_states_read_well() {
+        assert_eq!(ExitState::Code(3).to_string(), "exit status 3");
+        assert_eq!(
+            ExitState::Signal(libc::SIGSEGV).to_string(),
+            "killed by signal 11 (SIGSEGV)"
+        );
+    }
+
+    #[test]
+    fn a_child_is_read_and_reaped() {
+        let mut process = AdapterProcess::spawn("echo one; echo two >&2; exit 4").expect("sh runs");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        match process.next_line(deadline) {
+            Next::Line(line) => assert_eq!(line, b"one"),
+            other => panic!("{other:?}"),
+        }
+        match process.next_line(deadline) {
+            Next::Closed(Some(ExitState::Code(4))) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(process.stderr_tail(Duration::from_secs(5)), vec!["two".to_string()]);
+    }
+}

@@ -1,0 +1,1103 @@
+//! The wire types of the adapter protocol, version 1 (`docs/protocol.md`), and their
+//! conversions to and from the runtime's domain types (`runtime::io`).
+//!
+//! Every line on the wire is one JSON object with a `"type"`. [`KitMessage`] is what the kit
+//! writes to an adapter's stdin; [`AdapterMessage`] is what an adapter writes to its stdout.
+//! These structs are the protocol: they change only with its version, whatever happens to the
+//! domain types. The envelopes, operations, completions, effects and settlements are this
+//! module's own types (strict: unknown fields are rejected); the payloads that are Pi's own JSON
+//! shapes (messages, session entries, tool calls, tool specs, resources) are the `model` types,
+//! because those shapes are what every implementation of the family already speaks.
+//!
+//! This module never does IO and never decides anything: it parses, prints and converts.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{
+    AssistantMessage, ContentBlock, Message, Resources, SessionEntry, ToolCall, ToolResultMessage, ToolSpec,
+};
+use crate::runtime::{
+    Cause, ClockRule, Completion, Effect, EffectId, HookOutcome, HookPhase, IdRule, Input, ModelRequest, OpId, OpValue,
+    RunReason, RunResult, Settlement, SignalId, StoreOutcome, ToolOutcome,
+};
+use crate::scenario::{default_disk_error, AppendFaultKind, Scenario};
+use crate::trace::Operation;
+
+/// The protocol version this kit speaks; `hello.protocol` must equal it.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The longest line either side may write, newline excluded.
+pub const LINE_BYTES_MAX: usize = 4 * 1024 * 1024;
+
+/// The `type` values an adapter may write, in the order docs/protocol.md lists them.
+pub const ADAPTER_MESSAGE_TYPES: &[&str] = &[
+    "hello",
+    "started",
+    "restore_failed",
+    "effect",
+    "abort_signal",
+    "settled",
+    "idle",
+    "error",
+];
+
+/// The `effect.kind` values an adapter may write.
+pub const EFFECT_KINDS: &[&str] = &["model_request", "tool_call", "hook", "append", "write"];
+
+// ---------------------------------------------------------------------------------------------
+// Kit -> adapter
+// ---------------------------------------------------------------------------------------------
+
+/// A line the kit writes to the adapter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum KitMessage {
+    /// Create the runtime. Answered by `started` or `restore_failed`, then `idle`.
+    Start { scenario: StartScenario },
+    /// One caller operation; `op` numbers operations in scenario order from 1.
+    Operation { op: u32, operation: WireOperation },
+    /// The world's answer to (or, for a model chunk, progress on) effect `effect`.
+    Complete { effect: u32, completion: WireCompletion },
+    /// The run is over: exit 0. (A struct variant so that unknown fields are rejected.)
+    Shutdown {},
+}
+
+/// What `start` carries: everything an adapter needs to create its runtime.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartScenario {
+    pub config: WireConfig,
+    /// The initial session entries, in Pi's entry shape.
+    pub session: Vec<SessionEntry>,
+    pub resources: Resources,
+    /// The tool registry, in registration order.
+    pub tools: Vec<ToolSpec>,
+    /// Extension names, in the order their hooks run.
+    pub extensions: Vec<String>,
+    pub ids: WireIdRule,
+    pub clock: WireClockRule,
+    /// Informational: the kit answers every append and write itself (see docs/protocol.md).
+    pub faults: WireFaults,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireConfig {
+    /// Required and nullable: `null` is "a new conversation on an empty session".
+    pub active_leaf_id: Option<String>,
+    pub system_prompt: Option<String>,
+    pub max_steps: u32,
+    pub context: WireBudget,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireBudget {
+    pub total: u64,
+    pub reserved_output: u64,
+    pub safety_margin: u64,
+}
+
+/// The k-th `createId` (0-based) returns `prefix + (start + k)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireIdRule {
+    pub prefix: String,
+    pub start: u64,
+}
+
+/// The k-th clock reading (0-based) returns `startMs + k * stepMs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireClockRule {
+    pub start_ms: u64,
+    pub step_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireFaults {
+    pub appends: Vec<WireAppendFault>,
+    pub writes: Vec<WireWriteFault>,
+}
+
+/// The fault planned for the `at`-th append (1-based over the run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireAppendFault {
+    pub at: u32,
+    /// `reject`, `appliedThenFail` or `late`.
+    pub fault: String,
+    /// The cause the kit will answer with (absent for `late`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<WireCause>,
+    /// For `late`: the scenario's condition, as written in the scenario file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireWriteFault {
+    pub at: u32,
+    pub error: WireCause,
+}
+
+/// An operation, as `operation.operation`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", deny_unknown_fields)]
+pub enum WireOperation {
+    Prompt { text: String },
+    Flush,
+    Dispose,
+    Steer { text: String },
+    FollowUp { text: String },
+    Abort,
+    Mode { mode: String, text: String },
+    Library { text: String },
+}
+
+impl WireOperation {
+    /// The name an adapter lists in `hello.features` / `hello.unsupported`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WireOperation::Prompt { .. } => "prompt",
+            WireOperation::Flush => "flush",
+            WireOperation::Dispose => "dispose",
+            WireOperation::Steer { .. } => "steer",
+            WireOperation::FollowUp { .. } => "followUp",
+            WireOperation::Abort => "abort",
+            WireOperation::Mode { .. } => "mode",
+            WireOperation::Library { .. } => "library",
+        }
+    }
+}
+
+/// `complete.completion`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireCompletion {
+    /// A streamed text delta; the model request stays pending.
+    ModelChunk {
+        text: String,
+    },
+    /// The final assistant message (pi-ai shape).
+    ModelFinal {
+        message: AssistantMessage,
+    },
+    Tool {
+        outcome: WireToolOutcome,
+    },
+    Hook {
+        answer: WireHookAnswer,
+    },
+    Append {
+        outcome: WireStoreOutcome,
+    },
+    Write {
+        outcome: WireStoreOutcome,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireToolOutcome {
+    Ok {
+        content: Vec<ContentBlock>,
+        details: Option<Value>,
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+    Threw {
+        message: String,
+    },
+    Aborted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireHookAnswer {
+    Allow,
+    Deny {
+        reason: String,
+    },
+    RewriteArguments {
+        arguments: Value,
+    },
+    Observe,
+    RewriteResult {
+        content: Vec<ContentBlock>,
+        #[serde(rename = "isError")]
+        is_error: bool,
+    },
+    Threw {
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireStoreOutcome {
+    Ok,
+    Failed { cause: WireCause },
+}
+
+/// An error value: `{code, message}`. Two causes are "the same" when both fields are equal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireCause {
+    pub code: String,
+    pub message: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adapter -> kit
+// ---------------------------------------------------------------------------------------------
+
+/// A line the adapter writes to the kit.
+// One message exists at a time, on its way through; boxing would only add indirection.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AdapterMessage {
+    /// The first line: the protocol version, who is speaking, and what it supports.
+    Hello(Hello),
+    /// The runtime was restored: its leaf and the restored transcript's length.
+    Started {
+        leaf: Option<String>,
+        messages: usize,
+    },
+    /// The runtime rejected the session or leaf.
+    RestoreFailed {
+        cause: WireCause,
+    },
+    Effect {
+        effect: WireEffect,
+    },
+    /// The run's abort signal fired.
+    AbortSignal {
+        signal: u32,
+    },
+    Settled {
+        op: u32,
+        settlement: WireSettlement,
+    },
+    /// The adapter is quiescent: the kit may write its next line.
+    Idle {},
+    /// The adapter could not apply the kit's last line (e.g. a `complete` for an effect it does
+    /// not know). The run is broken.
+    Error {
+        code: String,
+        message: String,
+    },
+}
+
+impl AdapterMessage {
+    /// The `type` as written on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AdapterMessage::Hello(_) => "hello",
+            AdapterMessage::Started { .. } => "started",
+            AdapterMessage::RestoreFailed { .. } => "restore_failed",
+            AdapterMessage::Effect { .. } => "effect",
+            AdapterMessage::AbortSignal { .. } => "abort_signal",
+            AdapterMessage::Settled { .. } => "settled",
+            AdapterMessage::Idle {} => "idle",
+            AdapterMessage::Error { .. } => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hello {
+    pub protocol: u32,
+    pub implementation: Implementation,
+    /// Operations and behaviours the adapter supports (`steer`, `followUp`, `abort`, `mode`,
+    /// `library`, `chunks`, `sync-store`).
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Operations or behaviours the adapter cannot run, each with the reason. A scenario that
+    /// uses one is reported not applicable with that reason.
+    #[serde(default)]
+    pub unsupported: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Implementation {
+    pub name: String,
+    pub version: String,
+}
+
+impl std::fmt::Display for Implementation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.name, self.version)
+    }
+}
+
+/// `effect.effect`: one effect, with the id the adapter chose for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireEffect {
+    ModelRequest {
+        id: u32,
+        signal: u32,
+        request: WireModelRequest,
+    },
+    ToolCall {
+        id: u32,
+        signal: u32,
+        call: ToolCall,
+    },
+    Hook {
+        id: u32,
+        extension: String,
+        phase: WirePhase,
+        call: ToolCall,
+        /// The result an after hook observes; `null` for a before hook.
+        result: Option<ToolResultMessage>,
+    },
+    Append {
+        id: u32,
+        entry: SessionEntry,
+    },
+    Write {
+        id: u32,
+        text: String,
+    },
+}
+
+impl WireEffect {
+    pub fn id(&self) -> u32 {
+        match self {
+            WireEffect::ModelRequest { id, .. }
+            | WireEffect::ToolCall { id, .. }
+            | WireEffect::Hook { id, .. }
+            | WireEffect::Append { id, .. }
+            | WireEffect::Write { id, .. } => *id,
+        }
+    }
+}
+
+/// What the model receives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireModelRequest {
+    pub system_prompt: Option<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WirePhase {
+    Before,
+    After,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireSettlement {
+    Resolved { value: WireValue },
+    Rejected { cause: WireCause },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WireValue {
+    /// flush, dispose, steer, followUp, abort.
+    Unit,
+    /// prompt and the output modes: the agent's run result.
+    Run {
+        reason: WireRunReason,
+        steps: u32,
+        messages: Vec<Message>,
+    },
+    /// The library adapter: the run's reason and the last assistant text.
+    Library { reason: WireRunReason, text: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireRunReason {
+    Stop,
+    Length,
+    Error,
+    Aborted,
+    MaxSteps,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lines
+// ---------------------------------------------------------------------------------------------
+
+/// A message as one line of JSON, without the newline.
+pub fn to_line<T: Serialize>(message: &T) -> String {
+    serde_json::to_string(message).expect("wire messages always serialize")
+}
+
+/// Why an adapter's line could not be read as an [`AdapterMessage`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    #[error("not a JSON object: {problem}")]
+    Garbage { problem: String },
+    #[error("unknown message type `{type_name}`")]
+    UnknownType { type_name: String },
+    #[error("unknown effect kind `{kind}`")]
+    UnknownEffectKind { kind: String },
+    #[error("`hello` speaks protocol {got}; this kit speaks {PROTOCOL_VERSION}")]
+    Version { got: String },
+    #[error("bad `{type_name}` message: {problem}")]
+    Malformed { type_name: String, problem: String },
+}
+
+impl LineError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            LineError::Garbage { .. } => "wire.garbage",
+            LineError::UnknownType { .. } => "wire.unknown_type",
+            LineError::UnknownEffectKind { .. } => "wire.unknown_effect_kind",
+            LineError::Version { .. } => "wire.version",
+            LineError::Malformed { .. } => "wire.malformed",
+        }
+    }
+}
+
+/// Reads one adapter line. The checks go from coarse to fine so that each problem gets its own
+/// error: not JSON, no known `type`, an unknown effect kind, a foreign protocol version, and only
+/// then the fields of a known message.
+pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
+    let value: Value = serde_json::from_str(line).map_err(|error| LineError::Garbage {
+        problem: error.to_string(),
+    })?;
+    let Some(object) = value.as_object() else {
+        return Err(LineError::Garbage {
+            problem: format!("a JSON {}, not an object", json_kind(&value)),
+        });
+    };
+    let type_name = match object.get("type") {
+        Some(Value::String(name)) => name.clone(),
+        Some(other) => {
+            return Err(LineError::UnknownType {
+                type_name: other.to_string(),
+            })
+        }
+        None => {
+            return Err(LineError::UnknownType {
+                type_name: "(missing)".into(),
+            })
+        }
+    };
+    if !ADAPTER_MESSAGE_TYPES.contains(&type_name.as_str()) {
+        return Err(LineError::UnknownType { type_name });
+    }
+    if type_name == "hello" {
+        let got = object.get("protocol").cloned().unwrap_or(Value::Null);
+        if got.as_u64() != Some(u64::from(PROTOCOL_VERSION)) {
+            return Err(LineError::Version { got: got.to_string() });
+        }
+    }
+    if type_name == "effect" {
+        let kind = object.get("effect").and_then(|effect| effect.get("kind"));
+        match kind {
+            Some(Value::String(kind)) if EFFECT_KINDS.contains(&kind.as_str()) => {}
+            Some(other) => {
+                let kind = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
+                return Err(LineError::UnknownEffectKind { kind });
+            }
+            None => {}
+        }
+    }
+    serde_json::from_value(value).map_err(|error| LineError::Malformed {
+        type_name,
+        problem: error.to_string(),
+    })
+}
+
+/// Reads one kit line (the adapter's side, used by `agentsim serve`).
+pub fn parse_kit_line(line: &str) -> Result<KitMessage, String> {
+    serde_json::from_str(line).map_err(|error| error.to_string())
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions: domain -> wire
+// ---------------------------------------------------------------------------------------------
+
+impl From<&Cause> for WireCause {
+    fn from(cause: &Cause) -> WireCause {
+        WireCause {
+            code: cause.code.clone(),
+            message: cause.message.clone(),
+        }
+    }
+}
+
+impl From<WireCause> for Cause {
+    fn from(cause: WireCause) -> Cause {
+        Cause::new(cause.code, cause.message)
+    }
+}
+
+impl From<RunReason> for WireRunReason {
+    fn from(reason: RunReason) -> WireRunReason {
+        match reason {
+            RunReason::Stop => WireRunReason::Stop,
+            RunReason::Length => WireRunReason::Length,
+            RunReason::Error => WireRunReason::Error,
+            RunReason::Aborted => WireRunReason::Aborted,
+            RunReason::MaxSteps => WireRunReason::MaxSteps,
+        }
+    }
+}
+
+impl From<WireRunReason> for RunReason {
+    fn from(reason: WireRunReason) -> RunReason {
+        match reason {
+            WireRunReason::Stop => RunReason::Stop,
+            WireRunReason::Length => RunReason::Length,
+            WireRunReason::Error => RunReason::Error,
+            WireRunReason::Aborted => RunReason::Aborted,
+            WireRunReason::MaxSteps => RunReason::MaxSteps,
+        }
+    }
+}
+
+impl From<HookPhase> for WirePhase {
+    fn from(phase: HookPhase) -> WirePhase {
+        match phase {
+            HookPhase::Before => WirePhase::Before,
+            HookPhase::After => WirePhase::After,
+        }
+    }
+}
+
+impl From<WirePhase> for HookPhase {
+    fn from(phase: WirePhase) -> HookPhase {
+        match phase {
+            WirePhase::Before => HookPhase::Before,
+            WirePhase::After => HookPhase::After,
+        }
+    }
+}
+
+impl StartScenario {
+    /// What `start` carries for a scenario.
+    pub fn from_scenario(scenario: &Scenario) -> StartScenario {
+        let config = &scenario.config;
+        let appends = scenario
+            .faults
+            .appends
+            .iter()
+            .map(|fault| {
+                let (name, error) = match fault.fault {
+                    AppendFaultKind::Reject => ("reject", Some(fault.error.clone().unwrap_or_else(default_disk_error))),
+                    AppendFaultKind::AppliedThenFail => (
+                        "appliedThenFail",
+                        Some(fault.error.clone().unwrap_or_else(default_disk_error)),
+                    ),
+                    AppendFaultKind::Late => ("late", None),
+                };
+                WireAppendFault {
+                    at: fault.at,
+                    fault: name.to_string(),
+                    error: error.as_ref().map(WireCause::from),
+                    until: fault
+                        .until
+                        .map(|until| serde_json::to_value(until).expect("conditions serialize")),
+                }
+            })
+            .collect();
+        let writes = scenario
+            .faults
+            .writes
+            .iter()
+            .map(|fault| WireWriteFault {
+                at: fault.at,
+                error: WireCause::from(&fault.error),
+            })
+            .collect();
+        StartScenario {
+            config: WireConfig {
+                active_leaf_id: config.active_leaf_id.clone(),
+                system_prompt: config.system_prompt.clone(),
+                max_steps: config.max_steps,
+                context: WireBudget {
+                    total: config.context.total,
+                    reserved_output: config.context.reserved_output,
+                    safety_margin: config.context.safety_margin,
+                },
+            },
+            session: scenario.session.clone(),
+            resources: scenario.resources.clone(),
+            tools: scenario.tools.iter().map(|tool| tool.spec()).collect(),
+            extensions: scenario.extensions.iter().map(|script| script.name.clone()).collect(),
+            ids: WireIdRule {
+                prefix: config.ids.prefix.clone(),
+                start: config.ids.start,
+            },
+            clock: WireClockRule {
+                start_ms: config.clock.start_ms,
+                step_ms: config.clock.step_ms,
+            },
+            faults: WireFaults { appends, writes },
+        }
+    }
+
+    pub fn id_rule(&self) -> IdRule {
+        IdRule {
+            prefix: self.ids.prefix.clone(),
+            start: self.ids.start,
+        }
+    }
+
+    pub fn clock_rule(&self) -> ClockRule {
+        ClockRule {
+            start_ms: self.clock.start_ms,
+            step_ms: self.clock.step_ms,
+        }
+    }
+}
+
+impl From<&Operation> for WireOperation {
+    fn from(operation: &Operation) -> WireOperation {
+        match operation.clone() {
+            Operation::Prompt { text } => WireOperation::Prompt { text },
+            Operation::Flush => WireOperation::Flush,
+            Operation::Dispose => WireOperation::Dispose,
+            Operation::Steer { text } => WireOperation::Steer { text },
+            Operation::FollowUp { text } => WireOperation::FollowUp { text },
+            Operation::Abort => WireOperation::Abort,
+            Operation::Mode { mode, text } => WireOperation::Mode { mode, text },
+            Operation::Library { text } => WireOperation::Library { text },
+        }
+    }
+}
+
+/// The kit's line for one input: an `operation` or a `complete`.
+pub fn input_to_wire(input: &Input) -> KitMessage {
+    let operation = |op: &OpId, operation: WireOperation| KitMessage::Operation { op: op.0, operation };
+    match input {
+        Input::Prompt { op, text } => operation(op, WireOperation::Prompt { text: text.clone() }),
+        Input::Flush { op } => operation(op, WireOperation::Flush),
+        Input::Dispose { op } => operation(op, WireOperation::Dispose),
+        Input::Steer { op, text } => operation(op, WireOperation::Steer { text: text.clone() }),
+        Input::FollowUp { op, text } => operation(op, WireOperation::FollowUp { text: text.clone() }),
+        Input::Abort { op } => operation(op, WireOperation::Abort),
+        Input::Mode { op, mode, text } => operation(
+            op,
+            WireOperation::Mode {
+                mode: mode.clone(),
+                text: text.clone(),
+            },
+        ),
+        Input::Library { op, text } => operation(op, WireOperation::Library { text: text.clone() }),
+        Input::Complete { effect, completion } => KitMessage::Complete {
+            effect: effect.0,
+            completion: completion_to_wire(completion),
+        },
+    }
+}
+
+fn completion_to_wire(completion: &Completion) -> WireCompletion {
+    let store = |outcome: &StoreOutcome| match outcome {
+        StoreOutcome::Ok => WireStoreOutcome::Ok,
+        StoreOutcome::Failed(cause) => WireStoreOutcome::Failed { cause: cause.into() },
+    };
+    match completion {
+        Completion::ModelChunk { text } => WireCompletion::ModelChunk { text: text.clone() },
+        Completion::ModelFinal { message } => WireCompletion::ModelFinal {
+            message: message.clone(),
+        },
+        Completion::Tool(outcome) => WireCompletion::Tool {
+            outcome: match outcome {
+                ToolOutcome::Ok {
+                    content,
+                    details,
+                    is_error,
+                } => WireToolOutcome::Ok {
+                    content: content.clone(),
+                    details: details.clone(),
+                    is_error: *is_error,
+                },
+                ToolOutcome::Threw { message } => WireToolOutcome::Threw {
+                    message: message.clone(),
+                },
+                ToolOutcome::Aborted => WireToolOutcome::Aborted,
+            },
+        },
+        Completion::Hook(answer) => WireCompletion::Hook {
+            answer: match answer {
+                HookOutcome::Allow => WireHookAnswer::Allow,
+                HookOutcome::Deny { reason } => WireHookAnswer::Deny { reason: reason.clone() },
+                HookOutcome::RewriteArguments { arguments } => WireHookAnswer::RewriteArguments {
+                    arguments: arguments.clone(),
+                },
+                HookOutcome::Observe => WireHookAnswer::Observe,
+                HookOutcome::RewriteResult { content, is_error } => WireHookAnswer::RewriteResult {
+                    content: content.clone(),
+                    is_error: *is_error,
+                },
+                HookOutcome::Threw { message } => WireHookAnswer::Threw {
+                    message: message.clone(),
+                },
+            },
+        },
+        Completion::Append(outcome) => WireCompletion::Append {
+            outcome: store(outcome),
+        },
+        Completion::Write(outcome) => WireCompletion::Write {
+            outcome: store(outcome),
+        },
+    }
+}
+
+/// The adapter's line for one effect or notification of the runtime.
+pub fn effect_to_wire(effect: &Effect) -> AdapterMessage {
+    let wire = |effect: WireEffect| AdapterMessage::Effect { effect };
+    match effect {
+        Effect::ModelRequest {
+            effect,
+            signal,
+            request,
+        } => wire(WireEffect::ModelRequest {
+            id: effect.0,
+            signal: signal.0,
+            request: WireModelRequest {
+                system_prompt: request.system_prompt.clone(),
+                messages: request.messages.clone(),
+                tools: request.tools.clone(),
+            },
+        }),
+        Effect::ToolCall { effect, signal, call } => wire(WireEffect::ToolCall {
+            id: effect.0,
+            signal: signal.0,
+            call: call.clone(),
+        }),
+        Effect::Hook {
+            effect,
+            extension,
+            phase,
+            call,
+            result,
+        } => wire(WireEffect::Hook {
+            id: effect.0,
+            extension: extension.clone(),
+            phase: (*phase).into(),
+            call: call.clone(),
+            result: result.clone(),
+        }),
+        Effect::Append { effect, entry } => wire(WireEffect::Append {
+            id: effect.0,
+            entry: entry.clone(),
+        }),
+        Effect::Write { effect, text } => wire(WireEffect::Write {
+            id: effect.0,
+            text: text.clone(),
+        }),
+        Effect::AbortSignal { signal } => AdapterMessage::AbortSignal { signal: signal.0 },
+        Effect::Settled { op, settlement } => AdapterMessage::Settled {
+            op: op.0,
+            settlement: match settlement {
+                Settlement::Resolved(value) => WireSettlement::Resolved {
+                    value: match value {
+                        OpValue::Unit => WireValue::Unit,
+                        OpValue::Run(result) => WireValue::Run {
+                            reason: result.reason.into(),
+                            steps: result.steps,
+                            messages: result.messages.clone(),
+                        },
+                        OpValue::Library { reason, text } => WireValue::Library {
+                            reason: (*reason).into(),
+                            text: text.clone(),
+                        },
+                    },
+                },
+                Settlement::Rejected(cause) => WireSettlement::Rejected { cause: cause.into() },
+            },
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions: wire -> domain
+// ---------------------------------------------------------------------------------------------
+
+/// The runtime input for a kit line; `None` for `start` and `shutdown`, which are not inputs.
+pub fn input_from_wire(message: KitMessage) -> Option<Input> {
+    match message {
+        KitMessage::Start { .. } | KitMessage::Shutdown {} => None,
+        KitMessage::Operation { op, operation } => {
+            let op = OpId(op);
+            Some(match operation {
+                WireOperation::Prompt { text } => Input::Prompt { op, text },
+                WireOperation::Flush => Input::Flush { op },
+                WireOperation::Dispose => Input::Dispose { op },
+                WireOperation::Steer { text } => Input::Steer { op, text },
+                WireOperation::FollowUp { text } => Input::FollowUp { op, text },
+                WireOperation::Abort => Input::Abort { op },
+                WireOperation::Mode { mode, text } => Input::Mode { op, mode, text },
+                WireOperation::Library { text } => Input::Library { op, text },
+            })
+        }
+        KitMessage::Complete { effect, completion } => Some(Input::Complete {
+            effect: EffectId(effect),
+            completion: completion_from_wire(completion),
+        }),
+    }
+}
+
+fn completion_from_wire(completion: WireCompletion) -> Completion {
+    let store = |outcome: WireStoreOutcome| match outcome {
+        WireStoreOutcome::Ok => StoreOutcome::Ok,
+        WireStoreOutcome::Failed { cause } => StoreOutcome::Failed(cause.into()),
+    };
+    match completion {
+        WireCompletion::ModelChunk { text } => Completion::ModelChunk { text },
+        WireCompletion::ModelFinal { message } => Completion::ModelFinal { message },
+        WireCompletion::Tool { outcome } => Completion::Tool(match outcome {
+            WireToolOutcome::Ok {
+                content,
+                details,
+                is_error,
+            } => ToolOutcome::Ok {
+                content,
+                details,
+                is_error,
+            },
+            WireToolOutcome::Threw { message } => ToolOutcome::Threw { message },
+            WireToolOutcome::Aborted => ToolOutcome::Aborted,
+        }),
+        WireCompletion::Hook { answer } => Completion::Hook(match answer {
+            WireHookAnswer::Allow => HookOutcome::Allow,
+            WireHookAnswer::Deny { reason } => HookOutcome::Deny { reason },
+            WireHookAnswer::RewriteArguments { arguments } => HookOutcome::RewriteArguments { arguments },
+            WireHookAnswer::Observe => HookOutcome::Observe,
+            WireHookAnswer::RewriteResult { content, is_error } => HookOutcome::RewriteResult { content, is_error },
+            WireHookAnswer::Threw { message } => HookOutcome::Threw { message },
+        }),
+        WireCompletion::Append { outcome } => Completion::Append(store(outcome)),
+        WireCompletion::Write { outcome } => Completion::Write(store(outcome)),
+    }
+}
+
+/// The domain effect of an adapter's `effect` line.
+pub fn effect_from_wire(effect: WireEffect) -> Effect {
+    match effect {
+        WireEffect::ModelRequest { id, signal, request } => Effect::ModelRequest {
+            effect: EffectId(id),
+            signal: SignalId(signal),
+            request: ModelRequest {
+                system_prompt: request.system_prompt,
+                messages: request.messages,
+                tools: request.tools,
+            },
+        },
+        WireEffect::ToolCall { id, signal, call } => Effect::ToolCall {
+            effect: EffectId(id),
+            signal: SignalId(signal),
+            call,
+        },
+        WireEffect::Hook {
+            id,
+            extension,
+            phase,
+            call,
+            result,
+        } => Effect::Hook {
+            effect: EffectId(id),
+            extension,
+            phase: phase.into(),
+            call,
+            result,
+        },
+        WireEffect::Append { id, entry } => Effect::Append {
+            effect: EffectId(id),
+            entry,
+        },
+        WireEffect::Write { id, text } => Effect::Write {
+            effect: EffectId(id),
+            text,
+        },
+    }
+}
+
+/// The domain settlement of an adapter's `settled` line.
+pub fn settlement_from_wire(settlement: WireSettlement) -> Settlement {
+    match settlement {
+        WireSettlement::Resolved { value } => Settlement::Resolved(match value {
+            WireValue::Unit => OpValue::Unit,
+            WireValue::Run {
+                reason,
+                steps,
+                messages,
+            } => OpValue::Run(RunResult {
+                reason: reason.into(),
+                steps,
+                messages,
+            }),
+            WireValue::Library { reason, text } => OpValue::Library {
+                reason: reason.into(),
+                text,
+            },
+        }),
+        WireSettlement::Rejected { cause } => Settlement::Rejected(cause.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip_adapter(line: &str) -> AdapterMessage {
+        let message = parse_adapter_line(line).unwrap_or_else(|error| panic!("{line}: {error}"));
+        let again = parse_adapter_line(&to_line(&message)).expect("a printed message reads back");
+        assert_eq!(message, again);
+        message
+    }
+
+    #[test]
+    fn the_documented_adapter_lines_parse() {
+        round_trip_adapter(
+            r#"{"type":"hello","protocol":1,"implementation":{"name":"pi","version":"0.73.1"},
+             "features":["steer","followUp","abort","mode","library","chunks","sync-store"],
+             "unsupported":{"library":"Pi has no library adapter of its own"}}"#,
+        );
+        round_trip_adapter(r#"{"type":"started","leaf":"old-assistant","messages":2}"#);
+        round_trip_adapter(r#"{"type":"started","leaf":null,"messages":0}"#);
+        round_trip_adapter(r#"{"type":"restore_failed","cause":{"code":"restore.leaf_required","message":"..."}}"#);
+        round_trip_adapter(
+            r#"{"type":"effect","effect":{"kind":"tool_call","id":3,"signal":1,"call":{"id":"call-1","name":"review_note","arguments":{"a":1}}}}"#,
+        );
+        round_trip_adapter(
+            r#"{"type":"effect","effect":{"kind":"model_request","id":1,"signal":1,"request":{"systemPrompt":null,"messages":[{"role":"user","content":"hi","timestamp":1}],"tools":[{"name":"t","description":"d","parameters":{"type":"object"}}]}}}"#,
+        );
+        round_trip_adapter(
+            r#"{"type":"effect","effect":{"kind":"hook","id":2,"extension":"review-policy","phase":"before","call":{"id":"c","name":"n","arguments":{}},"result":null}}"#,
+        );
+        round_trip_adapter(r#"{"type":"effect","effect":{"kind":"write","id":9,"text":"done\n"}}"#);
+        round_trip_adapter(r#"{"type":"abort_signal","signal":1}"#);
+        round_trip_adapter(
+            r#"{"type":"settled","op":1,"settlement":{"status":"resolved","value":{"kind":"run","reason":"stop","steps":2,"messages":[]}}}"#,
+        );
+        round_trip_adapter(
+            r#"{"type":"settled","op":2,"settlement":{"status":"rejected","cause":{"code":"diskError","message":"disk full"}}}"#,
+        );
+        round_trip_adapter(r#"{"type":"settled","op":3,"settlement":{"status":"resolved","value":{"kind":"unit"}}}"#);
+        round_trip_adapter(
+            r#"{"type":"settled","op":4,"settlement":{"status":"resolved","value":{"kind":"library","reason":"max_steps","text":"x"}}}"#,
+        );
+        round_trip_adapter(r#"{"type":"idle"}"#);
+        round_trip_adapter(r#"{"type":"error","code":"input.unknown_effect","message":"fx#9 is not pending"}"#);
+    }
+
+    #[test]
+    fn each_kind_of_bad_line_has_its_own_error() {
+        let code = |line: &str| parse_adapter_line(line).map(|_| ()).unwrap_err().code();
+        assert_eq!(code("this is not json"), "wire.garbage");
+        assert_eq!(code("[1,2]"), "wire.garbage");
+        assert_eq!(code(r#"{"type":"telemetry"}"#), "wire.unknown_type");
+        assert_eq!(code(r#"{"kind":"idle"}"#), "wire.unknown_type");
+        assert_eq!(
+            code(r#"{"type":"effect","effect":{"kind":"teleport","id":1}}"#),
+            "wire.unknown_effect_kind"
+        );
+        assert_eq!(
+            code(r#"{"type":"hello","protocol":2,"implementation":{"name":"x","version":"1"}}"#),
+            "wire.version"
+        );
+        assert_eq!(code(r#"{"type":"idle","extra":1}"#), "wire.malformed");
+        assert_eq!(code(r#"{"type":"started","leaf":"a"}"#), "wire.malformed");
+        assert_eq!(
+            code(r#"{"type":"effect","effect":{"kind":"write","id":-1,"text":""}}"#),
+            "wire.malformed"
+        );
+    }
+
+    #[test]
+    fn kit_lines_match_the_documented_shapes() {
+        let operation = input_to_wire(&Input::Prompt {
+            op: OpId(1),
+            text: "检查 parser".into(),
+        });
+        assert_eq!(
+            serde_json::to_value(&operation).unwrap(),
+            json!({"type":"operation","op":1,"operation":{"op":"prompt","text":"检查 parser"}})
+        );
+        let flush = input_to_wire(&Input::Flush { op: OpId(2) });
+        assert_eq!(
+            serde_json::to_value(&flush).unwrap(),
+            json!({"type":"operation","op":2,"operation":{"op":"flush"}})
+        );
+        let complete = input_to_wire(&Input::Complete {
+            effect: EffectId(3),
+            completion: Completion::Tool(ToolOutcome::Ok {
+                content: vec![ContentBlock::text("ok")],
+                details: None,
+                is_error: false,
+            }),
+        });
+        assert_eq!(
+            serde_json::to_value(&complete).unwrap(),
+            json!({"type":"complete","effect":3,"completion":{"kind":"tool","outcome":
+                {"kind":"ok","content":[{"type":"text","text":"ok"}],"details":null,"isError":false}}})
+        );
+        let append = input_to_wire(&Input::Complete {
+            effect: EffectId(4),
+            completion: Completion::Append(StoreOutcome::Failed(Cause::new("diskError", "disk full"))),
+        });
+        assert_eq!(
+            serde_json::to_value(&append).unwrap(),
+            json!({"type":"complete","effect":4,"completion":{"kind":"append","outcome":
+                {"kind":"failed","cause":{"code":"diskError","message":"disk full"}}}})
+        );
+        assert_eq!(to_line(&KitMessage::Shutdown {}), r#"{"type":"shutdown"}"#);
+    }
+
+    #[test]
+    fn inputs_survive_the_wire() {
+        let inputs = vec![
+            Input::Mode {
+                op: OpId(1),
+                mode: "json".into(),
+                text: "t".into(),
+            },
+            Input::Library {
+                op: OpId(2),
+                text: "t".into(),
+            },
+            Input::Complete {
+                effect: EffectId(5),
+                completion: Completion::Hook(HookOutcome::RewriteResult {
+                    content: vec![ContentBlock::text("x")],
+                    is_error: true,
+                }),
+            },
+            Input::Complete {
+                effect: EffectId(6),
+                completion: Completion::ModelChunk { text: "par".into() },
+            },
+        ];
+        for input in inputs {
+            let line = to_line(&input_to_wire(&input));
+            let message = parse_kit_line(&line).expect("kit lines read back");
+            assert_eq!(input_from_wire(message), Some(input));
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! The adapter protocol end to end: `agentsim serve` through `ExternalSubject` gives the
+//! in-process reference's traces byte for byte; hostile adapters (tests/fixtures/adapters/) each
+//! give exit code 3 within the step timeout, with a verdict naming the failure and no process
+//! left behind; `--expect`, not-applicable verdicts and the markdown matrix behave as documented.
+//! `UPDATE_CONFORMANCE=1 cargo test --test kit tidy` rewrites docs/conformance-reference.md.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agentsim::protocol::ExternalSubject;
+use agentsim::sim::reference::ReferenceSubject;
+use agentsim::sim::{StrategyKind, Subject, SubjectFailure};
+use agentsim::suite;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentsim");
+const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn serve_command() -> String {
+    format!("{BIN} serve")
+}
+
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+/// Runs the binary from the crate root with `envs`.
+fn agentsim(args: &[&str], envs: &[(&str, &str)]) -> Outcome {
+    let started = Instant::now();
+    let output = Command::new(BIN)
+        .args(args)
+        .envs(envs.iter().copied())
+        .current_dir(root())
+        .output()
+        .expect("the binary runs");
+    Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A fresh scratch folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let folder = std::env::temp_dir().join(format!("agentsim-protocol-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("a scratch folder");
+    folder
+}
+
+/// Whether a process is still running (a zombie waiting for its reaper does not count).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'X'))
+        }
+    }
+}
+
+/// Asserts every pid stops running within two seconds (SIGKILL is asynchronous).
+fn assert_all_gone(pids: &[u32], what: &str) {
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let alive: Vec<u32> = pids.iter().copied().filter(|pid| running(*pid)).collect();
+        if alive.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < until, "{what}: processes left behind: {alive:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read_pids(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference through the wire
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn serve_traces_equal_in_process_traces_for_every_scenario() {
+    let corpus = suite::load_corpus(&[root().join("scenarios")]).expect("the corpus loads");
+    assert!(!corpus.is_empty());
+    let strategies = [
+        (StrategyKind::Scripted, 0),
+        (StrategyKind::Random, 1),
+        (StrategyKind::Random, 2),
+    ];
+    for loaded in &corpus {
+        for (strategy, seed) in strategies {
+            let in_process = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
+            let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
+            let over_wire = suite::run_case(loaded, strategy, seed, &mut external);
+            let what = format!("{} under {} seed {seed}", loaded.name, strategy.spelling());
+            let (Some(expected), Some(actual)) = (&in_process.outcome, &over_wire.outcome) else {
+                panic!("{what}: no trace: {:?} / {:?}", in_process.verdict, over_wire.verdict);
+            };
+            assert_eq!(
+                actual.trace.render(),
+                expected.trace.render(),
+                "{what}: rendered traces"
+            );
+            assert_eq!(actual.trace.to_json(), expected.trace.to_json(), "{what}: JSON traces");
+            assert_eq!(over_wire.verdict, in_process.verdict, "{what}: verdicts");
+            assert_eq!(over_wire.violations, in_process.violations, "{what}: violations");
+        }
+    }
+}
+
+#[test]
+fn run_impl_serve_passes_the_corpus() {
+    let corpus = suite::load_corpus(&[root().join("scenarios")]).expect("the corpus loads");
+    let command = serve_command();
+    let run = agentsim(&["run", "--impl", &command, "scenarios/"], &[]);
+    assert_eq!(run.code, 0, "stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.lines().last(),
+        Some(format!("{} passed, 0 failed", corpus.len()).as_str())
+    );
+}
+
+#[test]
+fn replay_impl_prints_the_trace_of_the_implementation() {
+    let command = serve_command();
+    let replay = agentsim(&["replay", ONE_PROMPT, "--impl", &command], &[]);
+    assert_eq!(replay.code, 0, "{}{}", replay.stdout, replay.stderr);
+    assert!(replay.stdout.contains("op#1   prompt"), "{}", replay.stdout);
+    assert!(replay.stdout.ends_with("one-prompt: passed\n"), "{}", replay.stdout);
+}
+
+#[test]
+fn a_broken_implementation_shows_its_first_divergence_and_replay() {
+    let command = format!("{BIN} serve --mutant poison-not-stored");
+    let run = agentsim(&["run", "--impl", &command, "scenarios/poison"], &[]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("first divergence from the reference at trace line"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("  reference:      "), "{}", run.stdout);
+    assert!(run.stdout.contains("  implementation: "), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("--impl '{command}'")),
+        "the replay command names the adapter: {}",
+        run.stdout
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile adapters
+// ---------------------------------------------------------------------------------------------
+
+/// Runs one hostile fixture on the one-prompt scenario with a 500 ms step timeout and checks the
+/// verdict: exit 3, the failure's code and `expected` in the report, well within the timeout's
+/// reach, and every process the fixture started gone.
+fn assert_broken(fixture: &str, code: &str, expected: &[&str]) {
+    let folder = scratch(fixture.trim_end_matches(".sh"));
+    let pids = folder.join("pids");
+    let adapter = format!("tests/fixtures/adapters/{fixture}");
+    let run = agentsim(
+        &["run", "--step-timeout-ms", "500", "--impl", &adapter, ONE_PROMPT],
+        &[("AGENTSIM_FIXTURE_PIDS", pids.to_str().expect("utf-8 path"))],
+    );
+    let report = format!("{fixture}: stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 3, "{report}");
+    assert!(run.stdout.starts_with("BROKEN one-prompt: "), "{report}");
+    assert!(run.stdout.contains(&format!("({code})")), "{report}");
+    for text in expected {
+        assert!(run.stdout.contains(text), "{report}\nmissing: {text}");
+    }
+    assert!(!run.stderr.contains("thread 'main' panicked"), "{report}");
+    assert!(run.stdout.ends_with("0 passed, 1 failed\n"), "{report}");
+    assert!(
+        run.elapsed < Duration::from_secs(5),
+        "{fixture}: took {:?}",
+        run.elapsed
+    );
+    let pids = read_pids(&pids);
+    assert!(!pids.is_empty(), "{fixture} recorded no pid");
+    assert_all_gone(&pids, fixture);
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+#[test]
+fn hostile_crash_at_start() {
+    assert_broken(
+        "crash-at-start.sh",
+        "subject.crashed",
+        &[
+            "crashed (exit status 1) while the kit waited for `hello`",
+            "stderr: hostile: cannot load the runtime",
+        ],
+    );
+}
+
+#[test]
+fn hostile_crash_mid_run() {
+    assert_broken(
+        "crash-mid-run.sh",
+        "subject.crashed",
+        &[
+            "while the kit waited for `idle` after operation op#1 (prompt)",
+            "stderr: hostile: panicked at src/parser.rs:12",
+        ],
+    );
+}
+
+#[test]
+fn hostile_garbage() {
+    assert_broken(
+        "garbage.sh",
+        "subject.garbage",
+        &["not a JSON object", "\"Loading runtime... done\""],
+    );
+}
+
+#[test]
+fn hostile_flood() {
+    assert_broken("flood.sh", "subject.oversize", &["longer than 4194304 bytes"]);
+}
+
+#[test]
+fn hostile_silence() {
+    assert_broken(
+        "silent.sh",
+        "subject.timeout",
+        &[
+            "did not answer within 500 ms",
+            "stderr: hostile: waiting for a model that never comes",
+        ],
+    );
+}
+
+#[test]
+fn hostile_duplicate_effect_id() {
+    assert_broken(
+        "duplicate-effect-id.sh",
+        "subject.unknown_effect",
+        &["effect id 7 was already used"],
+    );
+}
+
+#[test]
+fn hostile_unknown_effect_kind() {
+    assert_broken(
+        "unknown-effect.sh",
+        "subject.unknown_effect",
+        &["unknown effect kind `teleport`"],
+    );
+}
+
+#[test]
+fn hostile_unknown_message() {
+    assert_broken("unknown-message.sh", "subject.unknown_message", &["`telemetry`"]);
+}
+
+#[test]
+fn hostile_early_exit() {
+    assert_broken(
+        "early-exit.sh",
+        "subject.early_exit",
+        &["exited (status 0) while the kit waited for `idle` after operation op#1"],
+    );
+}
+
+#[test]
+fn hostile_wrong_version() {
+    assert_broken("wrong-version.sh", "subject.version", &["speaks protocol 2"]);
+}
+
+#[test]
+fn a_wrong_but_well_formed_adapter_gets_violations_not_a_crash() {
+    let folder = scratch("wrong");
+    let pids = folder.join("pids");
+    for strategy in ["scripted", "random", "pct"] {
+        let run = agentsim(
+            &[
+                "run",
+                "--strategy",
+                strategy,
+                "--seed",
+                "3",
+                "--step-timeout-ms",
+                "2000",
+                "--impl",
+                "tests/fixtures/adapters/wrong-but-well-formed.sh",
+                "scenarios/",
+            ],
+            &[("AGENTSIM_FIXTURE_PIDS", pids.to_str().expect("utf-8 path"))],
+        );
+        let report = format!("{strategy}: stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+        assert_eq!(run.code, 1, "{report}");
+        assert!(!run.stderr.contains("panicked"), "{report}");
+        assert!(
+            !run.stdout
+                .lines()
+                .any(|line| line.starts_with("BROKEN") || line.starts_with("BAD")),
+            "{report}"
+        );
+        assert!(run.stdout.starts_with("FAIL   "), "{report}");
+    }
+    assert_all_gone(&read_pids(&pids), "wrong-but-well-formed.sh");
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_bad_input() {
+    let run = agentsim(&["run", "--impl", "./no-such-adapter-here", ONE_PROMPT], &[]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("(subject.bad_command)"), "{}", run.stdout);
+}
+
+#[test]
+fn dropping_the_subject_kills_the_adapter_group() {
+    let folder = scratch("drop");
+    let pids = folder.join("pids");
+    let loaded = suite::load_corpus(&[root().join(ONE_PROMPT)]).expect("the fixture loads");
+    let scenario = &loaded[0].scenario;
+    // `sh -c` runs the command, so an assignment in front of it sets the fixture's environment.
+    let command = format!(
+        "AGENTSIM_FIXTURE_PIDS={} {}",
+        pids.display(),
+        root().join("tests/fixtures/adapters/silent.sh").display()
+    );
+    let mut subject = ExternalSubject::new(command, Duration::from_millis(300));
+    let started = Instant::now();
+    let failure = subject.start(scenario).expect_err("a silent adapter cannot start");
+    assert!(
+        matches!(failure, SubjectFailure::Timeout { waited_ms: 300, .. }),
+        "{failure:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    let shell = subject.pid().expect("the adapter ran");
+    drop(subject);
+    let mut all = read_pids(&pids);
+    all.push(shell);
+    assert_all_gone(&all, "silent.sh");
+
+    // A healthy adapter is asked to shut down and is gone after the drop as well.
+    let mut subject = ExternalSubject::new(serve_command(), Duration::from_secs(10));
+    let restored = subject.start(scenario).expect("serve starts");
+    assert!(restored.is_ok());
+    let shell = subject.pid().expect("serve runs");
+    drop(subject);
+    assert_all_gone(&[shell], "agentsim serve");
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Not applicable, expectations, markdown
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_unsupported_operation_is_not_applicable() {
+    let run = agentsim(
+        &[
+            "run",
+            "--impl",
+            "tests/fixtures/adapters/no-library.sh",
+            "tests/fixtures/protocol/library.json",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout,
+        "n/a    library: `library` is unsupported: this runtime has no library adapter\n\
+         1 not applicable\n\
+         0 passed, 0 failed\n"
+    );
+    let junit = agentsim(
+        &[
+            "run",
+            "--impl",
+            "tests/fixtures/adapters/no-library.sh",
+            "--format",
+            "junit",
+            "tests/fixtures/protocol/library.json",
+        ],
+        &[],
+    );
+    assert!(junit.stdout.contains("<skipped message="), "{}", junit.stdout);
+}
+
+/// The (scenario, rule) failures of a JSON report.
+fn failures(json: &str) -> Vec<(String, String)> {
+    let report: serde_json::Value = serde_json::from_str(json).expect("a JSON report");
+    let mut pairs = Vec::new();
+    for result in report["results"].as_array().expect("results") {
+        for violation in result["violations"].as_array().expect("violations") {
+            let pair = (
+                result["name"].as_str().expect("name").to_string(),
+                violation["rule"].as_str().expect("rule").to_string(),
+            );
+            if !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
+    }
+    pairs
+}
+
+fn expectation_file(pairs: &[(String, String)]) -> String {
+    let deviations: Vec<serde_json::Value> = pairs
+        .iter()
+        .map(|(scenario, rule)| serde_json::json!({"rule": rule, "scenarios": [scenario], "reason": "the mutant keeps no poison"}))
+        .collect();
+    serde_json::json!({"implementation": "agentsim-reference+poison-not-stored-0.1.0", "deviations": deviations})
+        .to_string()
+}
+
+#[test]
+fn expect_passes_only_on_exactly_the_listed_failures() {
+    let folder = scratch("expect");
+    let command = format!("{BIN} serve --mutant poison-not-stored");
+    let observed = agentsim(
+        &["run", "--impl", &command, "--format", "json", "scenarios/poison"],
+        &[],
+    );
+    assert_eq!(observed.code, 1, "{}", observed.stderr);
+    let pairs = failures(&observed.stdout);
+    assert!(pairs.len() >= 2, "the mutant fails several rules: {pairs:?}");
+    let file = folder.join("mutant.json");
+    let run_with = |pairs: &[(String, String)]| {
+        std::fs::write(&file, expectation_file(pairs)).expect("write the expectation file");
+        agentsim(
+            &[
+                "run",
+                "--impl",
+                &command,
+                "--expect",
+                file.to_str().expect("utf-8 path"),
+                "scenarios/poison",
+            ],
+            &[],
+        )
+    };
+
+    let exact = run_with(&pairs);
+    assert_eq!(exact.code, 0, "{}", exact.stdout);
+    assert!(exact.stdout.contains("0 unexpected, 0 stale"), "{}", exact.stdout);
+    assert!(exact
+        .stdout
+        .lines()
+        .last()
+        .is_some_and(|line| line.ends_with(" failed")));
+
+    let missing = run_with(&pairs[1..]);
+    assert_eq!(missing.code, 1, "{}", missing.stdout);
+    assert!(
+        missing
+            .stdout
+            .contains(&format!("UNEXPECTED {} {}", pairs[0].0, pairs[0].1)),
+        "{}",
+        missing.stdout
+    );
+
+    // A scenario that passes on this mutant, listed as failing: stale.
+    let passing = agentsim(
+        &["run", "--impl", &command, "--format", "json", "scenarios/poison"],
+        &[],
+    );
+    let report: serde_json::Value = serde_json::from_str(&passing.stdout).expect("JSON");
+    let passed = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|result| result["status"] == "passed")
+        .map(|result| result["name"].as_str().expect("name").to_string());
+    if let Some(passed) = passed {
+        let mut with_stale = pairs.clone();
+        with_stale.push((passed.clone(), "POISON-1".to_string()));
+        let stale = run_with(&with_stale);
+        assert_eq!(stale.code, 1, "{}", stale.stdout);
+        assert!(
+            stale.stdout.contains(&format!("STALE      {passed} POISON-1")),
+            "{}",
+            stale.stdout
+        );
+    }
+
+    std::fs::write(&file, "{\"implementation\": \"x\",\n \"deviations\": [{\"rule\": \"NOPE-1\", \"scenarios\": [\"a\"], \"reason\": \"r\"}]}").expect("write");
+    let bad = agentsim(
+        &["run", "--expect", file.to_str().expect("utf-8 path"), ONE_PROMPT],
+        &[],
+    );
+    assert_eq!(bad.code, 2, "{}{}", bad.stdout, bad.stderr);
+    assert!(
+        bad.stderr.contains(":2: deviations[0].rule: unknown rule ID `NOPE-1`"),
+        "{}",
+        bad.stderr
+    );
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+fn conformance_reference_path() -> PathBuf {
+    root().join("docs/conformance-reference.md")
+}
+
+/// The doc's command, run with the built binary first on PATH (so no absolute path shows).
+fn markdown_report() -> Outcome {
+    let bin_dir = Path::new(BIN).parent().expect("the binary has a folder");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    agentsim(
+        &["run", "--impl", "agentsim serve", "scenarios/", "--format", "markdown"],
+        &[("PATH", &path)],
+    )
+}
+
+#[test]
+fn tidy_conformance_reference_is_current() {
+    let first = markdown_report();
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let second = markdown_report();
+    assert_eq!(first.stdout, second.stdout, "the markdown report is not deterministic");
+    assert!(
+        !first.stdout.contains(env!("CARGO_MANIFEST_DIR")),
+        "an absolute path in the report"
+    );
+    let intro = "<!-- Generated by `agentsim run --impl \"agentsim serve\" scenarios/ --format markdown`; \
+                 `UPDATE_CONFORMANCE=1 cargo test --test kit tidy` rewrites it. -->\n\n";
+    let expected = format!("{intro}{}", first.stdout);
+    let path = conformance_reference_path();
+    if std::env::var_os("UPDATE_CONFORMANCE").is_some() {
+        std::fs::write(&path, &expected).expect("write docs/conformance-reference.md");
+        return;
+    }
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        current == expected,
+        "docs/conformance-reference.md is out of date: UPDATE_CONFORMANCE=1 cargo test --test kit tidy"
+    );
+}
+
+#[test]
+fn the_markdown_matrix_has_a_row_per_rule() {
+    let report = markdown_report();
+    for rule in agentsim::check::RULE_IDS {
+        assert!(
+            report.stdout.contains(&format!("\n| {rule} | ")),
+            "no row for {rule}:\n{}",
+            report.stdout
+        );
+    }
+    assert!(
+        report.stdout.contains("## Failing scenarios\n\nNone.\n"),
+        "{}",
+        report.stdout
+    );
+}
