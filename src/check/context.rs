@@ -14,8 +14,8 @@ pub fn context_1(timeline: &Timeline<'_>) -> Vec<Violation> {
             .and_then(|path| latest_compaction_summary(&path));
         let mut fixed = budget.reserved_output
             + budget.safety_margin
-            + request.system_prompt.as_deref().map(estimate_text_tokens).unwrap_or(0);
-        let mut messages: &[Message] = &request.messages;
+            + request.system_prompt.map(estimate_text_tokens).unwrap_or(0);
+        let mut messages: &[Message] = request.messages;
         if summary.is_some() && !messages.is_empty() {
             fixed += estimate_message_tokens(&messages[0]);
             messages = &messages[1..];

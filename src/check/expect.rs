@@ -80,7 +80,7 @@ pub fn check_expectations(timeline: &Timeline<'_>) -> Vec<Violation> {
         }
     }
     if let Some(writes) = &expect.writes {
-        let got: Vec<&str> = timeline.writes.iter().map(|write| write.text.as_str()).collect();
+        let got: Vec<&str> = timeline.writes.iter().map(|write| write.text).collect();
         if got != writes.iter().map(String::as_str).collect::<Vec<_>>() {
             fail(&[end], format!("writes: expected {writes:?}, got {got:?}"));
         }

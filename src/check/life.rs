@@ -6,7 +6,7 @@ use crate::trace::{Event, Operation};
 use super::timeline::{OpInfo, Timeline};
 use super::Violation;
 
-fn ops_of<'t>(timeline: &'t Timeline<'_>, name: &str) -> Vec<&'t OpInfo> {
+fn ops_of<'t>(timeline: &'t Timeline<'_>, name: &str) -> Vec<&'t OpInfo<'t>> {
     timeline
         .ops
         .iter()
@@ -22,7 +22,7 @@ fn is_valid_prompt(info: &OpInfo) -> bool {
 }
 
 /// Prompt-like operations delivered before `line`, whose run had not finished by then.
-fn accepted_before<'t>(timeline: &'t Timeline<'_>, line: usize) -> Vec<&'t OpInfo> {
+fn accepted_before<'t>(timeline: &'t Timeline<'_>, line: usize) -> Vec<&'t OpInfo<'t>> {
     timeline
         .ops
         .iter()
@@ -95,7 +95,7 @@ pub fn life_3(timeline: &Timeline<'_>) -> Vec<Violation> {
             Some((failed_at, cause, _)) if failed_at < *settled => Settlement::Rejected(cause.clone()),
             _ => Settlement::Resolved(OpValue::Unit),
         };
-        if settlement != &expected {
+        if **settlement != expected {
             violations.push(Violation::new(
                 "LIFE-3",
                 &[*settled],

@@ -9,7 +9,7 @@ use crate::trace::{Event, Operation};
 use super::timeline::{OpInfo, Timeline};
 use super::Violation;
 
-fn mode_ops<'t>(timeline: &'t Timeline<'_>) -> Vec<(&'t OpInfo, &'t str)> {
+fn mode_ops<'t>(timeline: &'t Timeline<'_>) -> Vec<(&'t OpInfo<'t>, &'t str)> {
     timeline
         .ops
         .iter()
@@ -55,7 +55,7 @@ pub fn mode_1(timeline: &Timeline<'_>) -> Vec<Violation> {
                 }
             }
             "json" => {
-                let problem = json_problem(&write.text, &appended);
+                let problem = json_problem(write.text, &appended);
                 if let Some(problem) = problem {
                     violations.push(Violation::new("MODE-1", &[write.line], format!("json mode: {problem}")));
                 }
@@ -171,7 +171,7 @@ pub fn mode_4(timeline: &Timeline<'_>) -> Vec<Violation> {
             continue;
         };
         match &info.settled {
-            Some((_, Settlement::Rejected(got))) if got == cause => {}
+            Some((_, Settlement::Rejected(got))) if got == *cause => {}
             Some((line, settlement)) => violations.push(Violation::new(
                 "MODE-4",
                 &[*answered, *line],

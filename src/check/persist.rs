@@ -9,7 +9,10 @@ use super::Violation;
 /// Prompt-like operations that appended something, with their appends.
 fn appending_ops<'t>(
     timeline: &'t Timeline<'_>,
-) -> Vec<(&'t super::timeline::OpInfo, Vec<&'t super::timeline::AppendInfo>)> {
+) -> Vec<(
+    &'t super::timeline::OpInfo<'t>,
+    Vec<&'t super::timeline::AppendInfo<'t>>,
+)> {
     timeline
         .ops
         .iter()

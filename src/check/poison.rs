@@ -67,7 +67,7 @@ pub fn poison_3(timeline: &Timeline<'_>) -> Vec<Violation> {
             continue;
         }
         if let Some((line, settlement)) = &info.settled {
-            if settlement != &Settlement::Rejected(cause.clone()) && !is_unknown_mode(&info.operation) {
+            if **settlement != Settlement::Rejected(cause.clone()) && !is_unknown_mode(info.operation) {
                 violations.push(Violation::new(
                     "POISON-3",
                     &[failed_at, *line],
@@ -95,11 +95,11 @@ pub fn poison_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter().filter(|info| info.delivered > failed_at) {
         let poisonable = info.is_prompt_like() || matches!(info.operation, Operation::Flush);
-        if !poisonable || is_unknown_mode(&info.operation) {
+        if !poisonable || is_unknown_mode(info.operation) {
             continue;
         }
         if let Some((line, settlement)) = &info.settled {
-            if settlement != &Settlement::Rejected(cause.clone()) {
+            if **settlement != Settlement::Rejected(cause.clone()) {
                 violations.push(Violation::new(
                     "POISON-4",
                     &[failed_at, *line],

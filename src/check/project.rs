@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{build_context, merge_system_prompt, Message};
-use crate::runtime::{temporary_entries, OpId, SignalId};
+use crate::model::{build_context_over, merge_system_prompt, Message};
+use crate::runtime::{OpId, SignalId};
 use crate::trace::quote_short;
 
 use super::timeline::Timeline;
@@ -23,14 +23,8 @@ pub fn project_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     let budget = timeline.scenario.config.context;
     for request in &timeline.requests {
         let Some(op) = request.op else { continue };
-        let Some(path) = timeline.active_path_at(request.line) else {
-            continue;
-        };
         let appends = timeline.appends_of(op);
-        let run_messages: Vec<Message> = appends
-            .iter()
-            .filter_map(|append| append.entry.as_message().cloned())
-            .collect();
+        let run_messages: Vec<&Message> = appends.iter().filter_map(|append| append.entry.as_message()).collect();
         let persisted = appends
             .iter()
             .filter(|append| append.accepted_before(request.line))
@@ -38,15 +32,28 @@ pub fn project_1(timeline: &Timeline<'_>) -> Vec<Violation> {
         if persisted > run_messages.len() {
             continue;
         }
-        let matches = (persisted..=run_messages.len()).any(|end| {
-            let mut entries = path.clone();
-            entries.extend(temporary_entries(&path, &run_messages[persisted..end]));
-            build_context(&entries, system_prompt.as_deref(), &budget).messages == request.messages
-        });
+        let unpersisted = &run_messages[persisted..];
+        // The active path: the restored path plus the accepted chain (materialized only when
+        // the accepted entries do not simply extend the restored leaf).
+        let matches = match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
+            (Some(initial), Some(accepted)) => (0..=unpersisted.len()).any(|end| {
+                let suffix = accepted.iter().chain(&unpersisted[..end]).copied();
+                build_context_over(initial, suffix, system_prompt.as_deref(), &budget).messages == request.messages
+            }),
+            _ => {
+                let Some(path) = timeline.active_path_at(request.line) else {
+                    continue;
+                };
+                (0..=unpersisted.len()).any(|end| {
+                    let suffix = unpersisted[..end].iter().copied();
+                    build_context_over(&path, suffix, system_prompt.as_deref(), &budget).messages == request.messages
+                })
+            }
+        };
         let complete = timeline
             .op(op)
-            .and_then(|info| info.settled.as_ref())
-            .is_some_and(|(line, _)| timeline.all_appends_accepted_before(op, *line + 1));
+            .and_then(|info| info.settled)
+            .is_some_and(|(line, _)| timeline.all_appends_accepted_before(op, line + 1));
         if !matches && complete {
             let roles: Vec<&str> = request.messages.iter().map(Message::role).collect();
             violations.push(Violation::new(
@@ -68,18 +75,14 @@ pub fn project_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     timeline
         .requests
         .iter()
-        .filter(|request| request.system_prompt != expected)
+        .filter(|request| request.system_prompt != expected.as_deref())
         .map(|request| {
             Violation::new(
                 "PROJECT-2",
                 &[request.line],
                 format!(
                     "system prompt {}, expected {}",
-                    request
-                        .system_prompt
-                        .as_deref()
-                        .map(quote_short)
-                        .unwrap_or_else(|| "none".into()),
+                    request.system_prompt.map(quote_short).unwrap_or_else(|| "none".into()),
                     expected.as_deref().map(quote_short).unwrap_or_else(|| "none".into())
                 ),
             )

@@ -94,7 +94,7 @@ pub fn queue_2(timeline: &Timeline<'_>) -> Vec<Violation> {
                 request
                     .response
                     .as_ref()
-                    .map(|(_, message)| Message::Assistant(message.clone()))
+                    .map(|(_, message)| Message::Assistant((*message).clone()))
             })
             .collect();
         let responses: Vec<&Message> = responses.iter().collect();

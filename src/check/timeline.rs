@@ -17,23 +17,23 @@ use crate::trace::{AppendAnswer, Event, Operation, Trace};
 pub type Line = usize;
 
 #[derive(Debug, Clone)]
-pub struct OpInfo {
+pub struct OpInfo<'a> {
     pub op: OpId,
-    pub operation: Operation,
+    pub operation: &'a Operation,
     pub delivered: Line,
-    pub settled: Option<(Line, Settlement)>,
+    pub settled: Option<(Line, &'a Settlement)>,
     /// When the operation's run finished: settled, or (for a mode) its write was issued.
     pub run_finished: Option<Line>,
     pub signal: Option<SignalId>,
 }
 
-impl OpInfo {
+impl<'a> OpInfo<'a> {
     pub fn is_prompt_like(&self) -> bool {
         self.operation.is_prompt_like()
     }
 
-    pub fn rejected_cause(&self) -> Option<&Cause> {
-        match &self.settled {
+    pub fn rejected_cause(&self) -> Option<&'a Cause> {
+        match self.settled {
             Some((_, Settlement::Rejected(cause))) => Some(cause),
             _ => None,
         }
@@ -41,69 +41,69 @@ impl OpInfo {
 }
 
 #[derive(Debug, Clone)]
-pub struct RequestInfo {
+pub struct RequestInfo<'a> {
     pub line: Line,
     pub effect: EffectId,
     pub signal: SignalId,
-    pub system_prompt: Option<String>,
-    pub messages: Vec<Message>,
-    pub tools: Vec<String>,
+    pub system_prompt: Option<&'a str>,
+    pub messages: &'a [Message],
+    pub tools: &'a [String],
     pub op: Option<OpId>,
-    pub response: Option<(Line, AssistantMessage)>,
+    pub response: Option<(Line, &'a AssistantMessage)>,
 }
 
 #[derive(Debug, Clone)]
-pub struct ToolCallInfo {
+pub struct ToolCallInfo<'a> {
     pub line: Line,
     pub effect: EffectId,
     pub signal: SignalId,
-    pub call: ToolCall,
+    pub call: &'a ToolCall,
     pub op: Option<OpId>,
-    pub answer: Option<(Line, ToolOutcome)>,
+    pub answer: Option<(Line, &'a ToolOutcome)>,
 }
 
 #[derive(Debug, Clone)]
-pub struct HookInfo {
+pub struct HookInfo<'a> {
     pub line: Line,
     pub effect: EffectId,
-    pub extension: String,
+    pub extension: &'a str,
     pub phase: HookPhase,
-    pub call: ToolCall,
-    pub result: Option<ToolResultMessage>,
+    pub call: &'a ToolCall,
+    pub result: Option<&'a ToolResultMessage>,
     pub op: Option<OpId>,
-    pub answer: Option<(Line, HookOutcome)>,
+    pub answer: Option<(Line, &'a HookOutcome)>,
 }
 
 #[derive(Debug, Clone)]
-pub struct AppendInfo {
+pub struct AppendInfo<'a> {
     pub line: Line,
     pub effect: EffectId,
-    pub entry: SessionEntry,
+    pub entry: &'a SessionEntry,
     pub op: Option<OpId>,
-    pub answer: Option<(Line, AppendAnswer)>,
+    pub answer: Option<(Line, &'a AppendAnswer)>,
 }
 
-impl AppendInfo {
+impl<'a> AppendInfo<'a> {
     pub fn accepted_before(&self, line: Line) -> bool {
-        matches!(&self.answer, Some((at, AppendAnswer::Ok)) if *at < line)
+        matches!(self.answer, Some((at, AppendAnswer::Ok)) if at < line)
     }
 
-    pub fn failed(&self) -> Option<(Line, &Cause)> {
-        match &self.answer {
-            Some((at, answer)) => answer.cause().map(|cause| (*at, cause)),
+    pub fn failed(&self) -> Option<(Line, &'a Cause)> {
+        match self.answer {
+            Some((at, answer)) => answer.cause().map(|cause| (at, cause)),
             None => None,
         }
     }
 }
 
 #[derive(Debug, Clone)]
-pub struct WriteInfo {
+pub struct WriteInfo<'a> {
     pub line: Line,
     pub effect: EffectId,
-    pub text: String,
+    pub text: &'a str,
     pub op: Option<OpId>,
     /// `None` while unanswered; `Some(None)` written; `Some(Some(cause))` failed.
-    pub answer: Option<(Line, Option<Cause>)>,
+    pub answer: Option<(Line, Option<&'a Cause>)>,
 }
 
 /// The derived view of one run.
@@ -111,16 +111,16 @@ pub struct Timeline<'a> {
     pub scenario: &'a Scenario,
     pub events: &'a [Event],
     pub store: &'a [SessionEntry],
-    pub restored: Option<(Line, Option<String>, usize)>,
-    pub restore_failed: Option<(Line, Cause)>,
-    pub ops: Vec<OpInfo>,
-    pub requests: Vec<RequestInfo>,
-    pub tool_calls: Vec<ToolCallInfo>,
-    pub hooks: Vec<HookInfo>,
-    pub appends: Vec<AppendInfo>,
-    pub writes: Vec<WriteInfo>,
+    pub restored: Option<(Line, Option<&'a str>, usize)>,
+    pub restore_failed: Option<(Line, &'a Cause)>,
+    pub ops: Vec<OpInfo<'a>>,
+    pub requests: Vec<RequestInfo<'a>>,
+    pub tool_calls: Vec<ToolCallInfo<'a>>,
+    pub hooks: Vec<HookInfo<'a>>,
+    pub appends: Vec<AppendInfo<'a>>,
+    pub writes: Vec<WriteInfo<'a>>,
     pub aborts: Vec<(Line, SignalId)>,
-    pub end: Option<(Line, Vec<EffectId>)>,
+    pub end: Option<(Line, &'a [EffectId])>,
     /// The chosen path of the initial session, when it exists.
     pub initial_path: Option<Vec<SessionEntry>>,
 }
@@ -159,17 +159,18 @@ impl<'a> Timeline<'a> {
         let mut hook_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
         let mut append_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
         let mut write_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
-        for (line, event) in self.events.iter().enumerate() {
+        let events: &'a [Event] = self.events;
+        for (line, event) in events.iter().enumerate() {
             match event {
-                Event::Restored { leaf, messages } => self.restored = Some((line, leaf.clone(), *messages)),
-                Event::RestoreFailed { cause } => self.restore_failed = Some((line, cause.clone())),
+                Event::Restored { leaf, messages } => self.restored = Some((line, leaf.as_deref(), *messages)),
+                Event::RestoreFailed { cause } => self.restore_failed = Some((line, cause)),
                 Event::Deliver { op, operation } => {
                     if operation.is_prompt_like() {
                         unfinished.push(*op);
                     }
                     self.ops.push(OpInfo {
                         op: *op,
-                        operation: operation.clone(),
+                        operation,
                         delivered: line,
                         settled: None,
                         run_finished: None,
@@ -189,16 +190,16 @@ impl<'a> Timeline<'a> {
                         line,
                         effect: *effect,
                         signal: *signal,
-                        system_prompt: system_prompt.clone(),
-                        messages: messages.clone(),
-                        tools: tools.clone(),
+                        system_prompt: system_prompt.as_deref(),
+                        messages,
+                        tools,
                         op,
                         response: None,
                     });
                 }
                 Event::ModelResponse { effect, message } => {
                     if let Some(index) = request_by_effect.get(effect) {
-                        self.requests[*index].response = Some((line, message.clone()));
+                        self.requests[*index].response = Some((line, message));
                     }
                 }
                 Event::ModelChunk { .. } => {}
@@ -209,14 +210,14 @@ impl<'a> Timeline<'a> {
                         line,
                         effect: *effect,
                         signal: *signal,
-                        call: call.clone(),
+                        call,
                         op,
                         answer: None,
                     });
                 }
                 Event::ToolAnswer { effect, answer } => {
                     if let Some(index) = tool_by_effect.get(effect) {
-                        self.tool_calls[*index].answer = Some((line, answer.clone()));
+                        self.tool_calls[*index].answer = Some((line, answer));
                     }
                 }
                 Event::Hook {
@@ -230,17 +231,17 @@ impl<'a> Timeline<'a> {
                     self.hooks.push(HookInfo {
                         line,
                         effect: *effect,
-                        extension: extension.clone(),
+                        extension,
                         phase: *phase,
-                        call: call.clone(),
-                        result: result.clone(),
+                        call,
+                        result: result.as_ref(),
                         op: unfinished.first().copied(),
                         answer: None,
                     });
                 }
                 Event::HookAnswer { effect, answer } => {
                     if let Some(index) = hook_by_effect.get(effect) {
-                        self.hooks[*index].answer = Some((line, answer.clone()));
+                        self.hooks[*index].answer = Some((line, answer));
                     }
                 }
                 Event::Append { effect, entry } => {
@@ -248,14 +249,14 @@ impl<'a> Timeline<'a> {
                     self.appends.push(AppendInfo {
                         line,
                         effect: *effect,
-                        entry: entry.clone(),
+                        entry,
                         op: unfinished.first().copied(),
                         answer: None,
                     });
                 }
                 Event::AppendAnswer { effect, answer } => {
                     if let Some(index) = append_by_effect.get(effect) {
-                        self.appends[*index].answer = Some((line, answer.clone()));
+                        self.appends[*index].answer = Some((line, answer));
                     }
                 }
                 Event::Write { effect, text } => {
@@ -264,7 +265,7 @@ impl<'a> Timeline<'a> {
                     self.writes.push(WriteInfo {
                         line,
                         effect: *effect,
-                        text: text.clone(),
+                        text,
                         op,
                         answer: None,
                     });
@@ -277,7 +278,7 @@ impl<'a> Timeline<'a> {
                 }
                 Event::WriteAnswer { effect, error } => {
                     if let Some(index) = write_by_effect.get(effect) {
-                        self.writes[*index].answer = Some((line, error.clone()));
+                        self.writes[*index].answer = Some((line, error.as_ref()));
                     }
                 }
                 Event::AbortSignal { signal } => self.aborts.push((line, *signal)),
@@ -285,12 +286,12 @@ impl<'a> Timeline<'a> {
                     unfinished.retain(|other| other != op);
                     if let Some(info) = self.op_mut(*op) {
                         if info.settled.is_none() {
-                            info.settled = Some((line, settlement.clone()));
+                            info.settled = Some((line, settlement));
                         }
                         info.run_finished.get_or_insert(line);
                     }
                 }
-                Event::End { pending, .. } => self.end = Some((line, pending.clone())),
+                Event::End { pending, .. } => self.end = Some((line, pending)),
             }
         }
     }
@@ -304,16 +305,16 @@ impl<'a> Timeline<'a> {
         Some(op)
     }
 
-    pub fn op(&self, op: OpId) -> Option<&OpInfo> {
+    pub fn op(&self, op: OpId) -> Option<&OpInfo<'a>> {
         self.ops.iter().find(|info| info.op == op)
     }
 
-    fn op_mut(&mut self, op: OpId) -> Option<&mut OpInfo> {
+    fn op_mut(&mut self, op: OpId) -> Option<&mut OpInfo<'a>> {
         self.ops.iter_mut().find(|info| info.op == op)
     }
 
     /// The appends attributed to `op`, in order.
-    pub fn appends_of(&self, op: OpId) -> Vec<&AppendInfo> {
+    pub fn appends_of(&self, op: OpId) -> Vec<&AppendInfo<'a>> {
         self.appends.iter().filter(|append| append.op == Some(op)).collect()
     }
 
@@ -325,7 +326,7 @@ impl<'a> Timeline<'a> {
             .collect()
     }
 
-    pub fn requests_of(&self, op: OpId) -> Vec<&RequestInfo> {
+    pub fn requests_of(&self, op: OpId) -> Vec<&RequestInfo<'a>> {
         self.requests.iter().filter(|request| request.op == Some(op)).collect()
     }
 
@@ -336,7 +337,7 @@ impl<'a> Timeline<'a> {
     }
 
     /// The first failed append: its answer line, cause and the append.
-    pub fn first_failure(&self) -> Option<(Line, &Cause, &AppendInfo)> {
+    pub fn first_failure(&self) -> Option<(Line, &'a Cause, &AppendInfo<'a>)> {
         self.appends
             .iter()
             .filter_map(|append| append.failed().map(|(line, cause)| (line, cause, append)))
@@ -379,8 +380,29 @@ impl<'a> Timeline<'a> {
         }
     }
 
+    /// The messages of the appends accepted before `line`, in acceptance order, when they form
+    /// one chain from the restored leaf (as in every conforming run); `None` otherwise.
+    pub fn accepted_chain_before(&self, line: Line) -> Option<Vec<&'a Message>> {
+        let mut accepted: Vec<&AppendInfo<'a>> = self
+            .appends
+            .iter()
+            .filter(|append| append.accepted_before(line))
+            .collect();
+        accepted.sort_by_key(|append| append.answer.map(|(at, _)| at));
+        let mut leaf = self.scenario.config.active_leaf_id.as_deref();
+        let mut messages = Vec::with_capacity(accepted.len());
+        for append in accepted {
+            if append.entry.parent_id.as_deref() != leaf {
+                return None;
+            }
+            leaf = Some(append.entry.id.as_str());
+            messages.push(append.entry.as_message()?);
+        }
+        Some(messages)
+    }
+
     /// The event index right after `line`, skipping nothing.
-    pub fn next_event(&self, line: Line) -> Option<&Event> {
+    pub fn next_event(&self, line: Line) -> Option<&'a Event> {
         self.events.get(line + 1)
     }
 }

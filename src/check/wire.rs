@@ -23,7 +23,7 @@ pub fn wire_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     let resources = !timeline.scenario.resources.is_empty();
     let mut violations = Vec::new();
     for request in &timeline.requests {
-        let prompt = request.system_prompt.as_deref().unwrap_or("");
+        let prompt = request.system_prompt.unwrap_or("");
         let ok = if resources {
             prompt
                 .strip_prefix(configured)
@@ -58,7 +58,7 @@ pub fn wire_2(timeline: &Timeline<'_>) -> Vec<Violation> {
         .is_none_or(|text| text.trim().is_empty());
     let mut violations = Vec::new();
     for request in &timeline.requests {
-        let prompt = request.system_prompt.as_deref();
+        let prompt = request.system_prompt;
         if prompt.is_some_and(|text| text.contains("# Pi resources")) {
             violations.push(Violation::new(
                 "WIRE-2",
@@ -88,9 +88,9 @@ pub fn wire_3(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let text = request_text(&ModelRequest {
-            system_prompt: request.system_prompt.clone(),
-            messages: request.messages.clone(),
-            tools: Vec::new(),
+            system_prompt: request.system_prompt.map(str::to_string),
+            messages: request.messages.to_vec(),
+            tools: Vec::new().into(),
         });
         for (name, body) in &bodies {
             if text.contains(body) {
@@ -106,14 +106,14 @@ pub fn wire_3(timeline: &Timeline<'_>) -> Vec<Violation> {
 }
 
 /// Where a call's arguments were seen: the line, the arguments, and a hook's answer.
-type ArgumentsSeen<'t> = (Line, &'t Value, Option<&'t Option<(Line, HookOutcome)>>);
+type ArgumentsSeen<'t> = (Line, &'t Value, Option<&'t Option<(Line, &'t HookOutcome)>>);
 
 /// Everything that happened to one tool call of one operation, in trace order.
 struct CallStory<'t> {
     op: Option<OpId>,
     call_id: String,
-    hooks: Vec<&'t HookInfo>,
-    core: Vec<&'t ToolCallInfo>,
+    hooks: Vec<&'t HookInfo<'t>>,
+    core: Vec<&'t ToolCallInfo<'t>>,
 }
 
 fn stories<'t>(timeline: &'t Timeline<'_>) -> Vec<CallStory<'t>> {
@@ -143,7 +143,7 @@ fn stories<'t>(timeline: &'t Timeline<'_>) -> Vec<CallStory<'t>> {
     stories
 }
 
-fn blocks(answer: &Option<(Line, HookOutcome)>) -> bool {
+fn blocks(answer: &Option<(Line, &HookOutcome)>) -> bool {
     matches!(answer, Some((_, HookOutcome::Deny { .. } | HookOutcome::Threw { .. })))
 }
 
@@ -166,8 +166,8 @@ pub fn wire_4(timeline: &Timeline<'_>) -> Vec<Violation> {
             .iter()
             .filter(|hook| hook.phase == HookPhase::After)
             .collect();
-        let before_names: Vec<&str> = befores.iter().map(|hook| hook.extension.as_str()).collect();
-        let after_names: Vec<&str> = afters.iter().map(|hook| hook.extension.as_str()).collect();
+        let before_names: Vec<&str> = befores.iter().map(|hook| hook.extension).collect();
+        let after_names: Vec<&str> = afters.iter().map(|hook| hook.extension).collect();
         let first_line = |lines: &[Line]| lines.iter().copied().min();
         if !extensions.starts_with(&before_names) {
             violations.push(Violation::new(
@@ -249,7 +249,7 @@ fn recorded_result(timeline: &Timeline<'_>, op: Option<OpId>, call_id: &str) -> 
             .requests_of(op)
             .iter()
             .rev()
-            .find_map(|request| from(&request.messages))
+            .find_map(|request| from(request.messages))
     })
 }
 

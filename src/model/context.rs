@@ -46,45 +46,71 @@ pub struct ProjectedContext {
 
 /// Projects `path` (root first, as returned by `path_to`, possibly extended with temporary
 /// entries) under `budget`. Total: never fails.
-///
-/// A compaction summary is a fixed cost like the system prompt: when a compaction is on the
-/// path its summary message is always the first message, even if the fixed costs alone exceed
-/// `total` (then no other message is kept). The summary message carries timestamp 0 so that a
-/// projection depends on the path only. If the latest compaction's `firstKeptEntryId` is not
-/// on the path before it, no message from before the compaction is kept.
 pub fn build_context(path: &[SessionEntry], system_prompt: Option<&str>, budget: &ContextBudget) -> ProjectedContext {
+    build_context_with_suffix(path, &[], system_prompt, budget)
+}
+
+/// `build_context(path + temporary entries holding suffix, ...)` without materializing the
+/// temporary entries: they are message entries, so only their messages can matter (a unit test
+/// checks the two agree).
+pub fn build_context_with_suffix(
+    path: &[SessionEntry],
+    suffix: &[Message],
+    system_prompt: Option<&str>,
+    budget: &ContextBudget,
+) -> ProjectedContext {
+    build_context_over(path, suffix, system_prompt, budget)
+}
+
+/// `build_context_with_suffix` for a suffix given as any sequence of messages.
+pub fn build_context_over<'m>(
+    path: &'m [SessionEntry],
+    suffix: impl IntoIterator<Item = &'m Message>,
+    system_prompt: Option<&str>,
+    budget: &ContextBudget,
+) -> ProjectedContext {
     let system_prompt_tokens = system_prompt.map_or(0, estimate_text_tokens);
     let mut fixed_tokens = budget
         .reserved_output
         .saturating_add(budget.safety_margin)
         .saturating_add(system_prompt_tokens);
 
-    let (summary_message, candidate_messages) = project_messages(path);
+    let (summary_message, mut candidates) = project_messages(path);
+    candidates.extend(suffix);
     if let Some(summary_message) = &summary_message {
         fixed_tokens = fixed_tokens.saturating_add(estimate_message_tokens(summary_message));
     }
     let message_budget = budget.total.saturating_sub(fixed_tokens);
 
-    let interactions = split_interactions(candidate_messages);
-    let interaction_count = interactions.len();
+    // Interactions as start indexes into `candidates`, newest walked first.
+    let starts: Vec<usize> = candidates
+        .iter()
+        .enumerate()
+        .filter(|(index, message)| *index == 0 || matches!(message, Message::User(_)))
+        .map(|(index, _)| index)
+        .collect();
     let mut kept_tokens: u64 = 0;
-    let mut kept_interactions_newest_first: Vec<Vec<Message>> = Vec::new();
-    for interaction in interactions.into_iter().rev() {
-        let interaction_tokens = interaction
+    let mut kept_from = candidates.len();
+    let mut kept_interactions = 0;
+    for (position, start) in starts.iter().enumerate().rev() {
+        let end = starts.get(position + 1).copied().unwrap_or(candidates.len());
+        let interaction_tokens = candidates[*start..end]
             .iter()
-            .map(estimate_message_tokens)
+            .map(|message| estimate_message_tokens(message))
             .fold(0u64, u64::saturating_add);
         let tokens_if_kept = kept_tokens.saturating_add(interaction_tokens);
         if tokens_if_kept > message_budget {
             break;
         }
         kept_tokens = tokens_if_kept;
-        kept_interactions_newest_first.push(interaction);
+        kept_from = *start;
+        kept_interactions += 1;
     }
-    let dropped_interactions = interaction_count - kept_interactions_newest_first.len();
+    let dropped_interactions = starts.len() - kept_interactions;
 
-    let mut messages: Vec<Message> = summary_message.into_iter().collect();
-    messages.extend(kept_interactions_newest_first.into_iter().rev().flatten());
+    let mut messages: Vec<Message> = Vec::with_capacity(candidates.len() - kept_from + 1);
+    messages.extend(summary_message);
+    messages.extend(candidates[kept_from..].iter().map(|message| (*message).clone()));
 
     ProjectedContext {
         system_prompt: system_prompt.map(str::to_string),
@@ -95,9 +121,7 @@ pub fn build_context(path: &[SessionEntry], system_prompt: Option<&str>, budget:
     }
 }
 
-/// Step 2: the summary message of the latest compaction (if any) and the message entries that
-/// are candidates for the budget, in path order. Metadata entries never project.
-fn project_messages(path: &[SessionEntry]) -> (Option<Message>, Vec<Message>) {
+fn project_messages(path: &[SessionEntry]) -> (Option<Message>, Vec<&Message>) {
     let Some((compaction_index, compaction)) = latest_compaction(path) else {
         return (None, messages_of(path));
     };
@@ -115,7 +139,6 @@ fn project_messages(path: &[SessionEntry]) -> (Option<Message>, Vec<Message>) {
     (Some(summary_message), candidate_messages)
 }
 
-/// The last compaction on the path and its index.
 fn latest_compaction(path: &[SessionEntry]) -> Option<(usize, &Compaction)> {
     path.iter()
         .enumerate()
@@ -126,25 +149,10 @@ fn latest_compaction(path: &[SessionEntry]) -> Option<(usize, &Compaction)> {
         })
 }
 
-fn messages_of(entries: &[SessionEntry]) -> Vec<Message> {
-    entries.iter().filter_map(SessionEntry::as_message).cloned().collect()
+fn messages_of(entries: &[SessionEntry]) -> Vec<&Message> {
+    entries.iter().filter_map(SessionEntry::as_message).collect()
 }
 
-/// Step 3: each interaction starts at a user message; leading non-user messages form one
-/// interaction of their own.
-fn split_interactions(messages: Vec<Message>) -> Vec<Vec<Message>> {
-    let mut interactions: Vec<Vec<Message>> = Vec::new();
-    for message in messages {
-        let starts_interaction = matches!(message, Message::User(_));
-        match interactions.last_mut() {
-            Some(current) if !starts_interaction => current.push(message),
-            _ => interactions.push(vec![message]),
-        }
-    }
-    interactions
-}
-
-/// The user message that stands for a compaction summary in a projection.
 pub fn compaction_summary_message(summary: &str, timestamp: u64) -> Message {
     Message::user(
         format!(
@@ -179,14 +187,30 @@ pub fn estimate_message_tokens(message: &Message) -> u64 {
                 AssistantBlock::Text { text } => estimate_text_tokens(text),
                 AssistantBlock::Thinking { thinking } => estimate_text_tokens(thinking),
                 AssistantBlock::ToolCall(call) => {
-                    let arguments_json =
-                        serde_json::to_string(&call.arguments).expect("a serde_json::Value always serializes");
-                    estimate_text_tokens(&call.name).saturating_add(estimate_text_tokens(&arguments_json))
+                    let arguments_bytes = json_len(&call.arguments);
+                    estimate_text_tokens(&call.name).saturating_add((arguments_bytes as u64).div_ceil(4))
                 }
             })
             .fold(0u64, u64::saturating_add),
         Message::ToolResult(result) => estimate_content_blocks_tokens(&result.content),
     }
+}
+
+/// The length of `value` as compact JSON, counted without building the string.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).expect("a serde_json::Value always serializes");
+    counter.0
 }
 
 const IMAGE_TOKENS: u64 = 1000;

@@ -10,7 +10,10 @@ pub mod path;
 pub mod resources;
 pub mod tools;
 
-pub use context::{build_context, estimate_message_tokens, estimate_text_tokens, ContextBudget, ProjectedContext};
+pub use context::{
+    build_context, build_context_over, build_context_with_suffix, estimate_message_tokens, estimate_text_tokens,
+    ContextBudget, ProjectedContext,
+};
 pub use entry::{iso_timestamp, Compaction, EntryBody, Metadata, SessionEntry, SessionHeader};
 pub use message::{
     AssistantBlock, AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,

@@ -22,14 +22,21 @@ fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
 
+/// The specs are shared (`Arc`): every model request carries them, and copying schemas per
+/// request would cost more than the rest of a request.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolRegistry {
-    tools: Vec<ToolSpec>,
+    tools: std::sync::Arc<[ToolSpec]>,
 }
 
 impl ToolRegistry {
     pub fn new(tools: Vec<ToolSpec>) -> ToolRegistry {
-        ToolRegistry { tools }
+        ToolRegistry { tools: tools.into() }
+    }
+
+    /// The shared specs, as model requests carry them.
+    pub fn shared(&self) -> std::sync::Arc<[ToolSpec]> {
+        self.tools.clone()
     }
 
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {

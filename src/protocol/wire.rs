@@ -781,7 +781,7 @@ pub fn effect_to_wire(effect: &Effect) -> AdapterMessage {
             request: WireModelRequest {
                 system_prompt: request.system_prompt.clone(),
                 messages: request.messages.clone(),
-                tools: request.tools.clone(),
+                tools: request.tools.to_vec(),
             },
         }),
         Effect::ToolCall { effect, signal, call } => wire(WireEffect::ToolCall {
@@ -905,7 +905,7 @@ pub fn effect_from_wire(effect: WireEffect) -> Effect {
             request: ModelRequest {
                 system_prompt: request.system_prompt,
                 messages: request.messages,
-                tools: request.tools,
+                tools: request.tools.into(),
             },
         },
         WireEffect::ToolCall { id, signal, call } => Effect::ToolCall {

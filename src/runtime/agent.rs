@@ -27,8 +27,8 @@ pub struct AgentOptions {
 /// What the agent needs next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentStep {
-    /// A model response to this transcript (the whole canonical transcript, copied).
-    Model { messages: Vec<Message>, signal: SignalId },
+    /// A model response to the transcript as it is now (`Agent::messages`).
+    Model { signal: SignalId },
     /// The result of this tool call.
     Tool { call: ToolCall, signal: SignalId },
     /// The run is over.
@@ -318,10 +318,7 @@ impl Agent {
         }
         let run = self.run.as_mut().expect("a run is active");
         run.steps += 1;
-        AgentStep::Model {
-            messages: self.messages.clone(),
-            signal: run.signal,
-        }
+        AgentStep::Model { signal: run.signal }
     }
 
     fn finish(&mut self, reason: RunReason) -> AgentStep {

@@ -190,7 +190,8 @@ impl HookPhase {
 pub struct ModelRequest {
     pub system_prompt: Option<String>,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// The registry's specs, shared rather than copied (values equal the registry's).
+    pub tools: std::sync::Arc<[ToolSpec]>,
 }
 
 /// What the runtime asks of the world, or tells it.

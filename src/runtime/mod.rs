@@ -582,7 +582,8 @@ impl Runtime {
     fn advance(&mut self, mut step: AgentStep) {
         loop {
             match step {
-                AgentStep::Model { messages, mut signal } => {
+                AgentStep::Model { mut signal } => {
+                    let messages = self.agent.messages();
                     let persisted_message_count = if self.mutations.is_on(Mutation::SnapshotCapturedOnce) {
                         self.count_at_creation
                     } else {
@@ -594,10 +595,10 @@ impl Runtime {
                     };
                     let mut projected = project(
                         snapshot,
-                        &messages,
+                        messages,
                         self.system_prompt.as_deref(),
                         &self.config.context,
-                        self.tools.specs(),
+                        &self.tools.shared(),
                     );
                     if self.mutations.is_on(Mutation::ProjectionSlicesMessages) {
                         if let Ok(request) = projected.as_mut() {

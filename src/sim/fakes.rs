@@ -143,6 +143,9 @@ pub fn check_request(check: &RequestCheck, request: &ModelRequest) -> Vec<String
             problems.push(format!("{} messages, expected {expected}", request.messages.len()));
         }
     }
+    if check.contains.is_empty() && check.excludes.is_empty() {
+        return problems;
+    }
     let haystack = request_text(request);
     for needle in &check.contains {
         if !haystack.contains(needle.as_str()) {

@@ -243,7 +243,7 @@ fn lab13_2_first_request_is_the_old_path_plus_a_temporary_user() {
         active_path: &path,
         persisted_message_count: 2,
     };
-    let tools = [review_note_spec()];
+    let tools: std::sync::Arc<[agentsim::model::ToolSpec]> = vec![review_note_spec()].into();
     let request = project(
         snapshot,
         &messages,
@@ -329,7 +329,14 @@ fn lab13_2_fixed_costs_first_then_only_complete_newest_interactions() {
         active_path: &older_path,
         persisted_message_count: 2,
     };
-    let request = project(snapshot, &transcript[..5], Some(system_prompt), &tighter, &[]).expect("in range");
+    let request = project(
+        snapshot,
+        &transcript[..5],
+        Some(system_prompt),
+        &tighter,
+        &Vec::new().into(),
+    )
+    .expect("in range");
     assert_eq!(request.messages, []);
     assert_eq!(request.system_prompt.as_deref(), Some(system_prompt));
 }
@@ -364,7 +371,7 @@ fn lab13_2_tools_equal_the_registry_and_one_signal_per_run() {
     let requests = driver.model_requests();
     assert_eq!(requests.len(), 4);
     for request in &requests {
-        assert_eq!(request.tools, registry.specs());
+        assert_eq!(&request.tools[..], registry.specs());
     }
     let signals: Vec<(&str, SignalId)> = driver
         .seen
