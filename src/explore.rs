@@ -194,6 +194,14 @@ fn run_one(
             return None;
         }
     };
+    // A fixed-choice run replays with the whole sequence it took, not just its forced prefix.
+    let replay = match choices {
+        Some(_) => {
+            let taken: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
+            replay_with_choices(loaded, &taken)
+        }
+        None => replay,
+    };
     let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
     if check_determinism {
         let fixed: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();

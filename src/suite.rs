@@ -102,6 +102,25 @@ pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioErr
 
 /// Runs one scenario and judges it.
 pub fn run_case(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subject: &mut dyn Subject) -> CaseReport {
+    let mut chooser = make_strategy(strategy, seed);
+    run_case_with(loaded, strategy, seed, chooser.as_mut(), subject)
+}
+
+/// Runs one scenario on a fixed choice sequence (as `explore --strategy exhaustive` found it);
+/// judged by the rules alone, like every schedule but the canonical one.
+pub fn run_case_on_choices(loaded: &LoadedScenario, choices: &[usize], subject: &mut dyn Subject) -> CaseReport {
+    let mut chooser = crate::sim::Replay::new(choices.to_vec());
+    run_case_with(loaded, StrategyKind::Exhaustive { bound: 1 }, 0, &mut chooser, subject)
+}
+
+/// Runs one scenario with the given chooser; `strategy` and `seed` label the report.
+pub fn run_case_with(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    chooser: &mut dyn crate::sim::Strategy,
+    subject: &mut dyn Subject,
+) -> CaseReport {
     let mut report = CaseReport {
         name: loaded.name.clone(),
         path: loaded.path.clone(),
@@ -113,8 +132,7 @@ pub fn run_case(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subj
         implementation: None,
         divergence: None,
     };
-    let mut chooser = make_strategy(strategy, seed);
-    let outcome = match simulate(&loaded.scenario, subject, chooser.as_mut()) {
+    let outcome = match simulate(&loaded.scenario, subject, chooser) {
         Ok(outcome) => outcome,
         Err(SubjectFailure::Unsupported { operation, reason }) => {
             report.verdict = Verdict::NotApplicable {

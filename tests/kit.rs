@@ -10,6 +10,8 @@
 mod bad_input;
 #[path = "kit/driver.rs"]
 mod driver;
+#[path = "kit/generated.rs"]
+mod generated;
 #[path = "kit/lab13.rs"]
 mod lab13;
 #[path = "kit/protocol.rs"]

@@ -380,14 +380,27 @@ pub fn wire_7(timeline: &Timeline<'_>) -> Vec<Violation> {
                     format!("call {} reached the core tool although {problem}", call.id),
                 ));
             }
-            if let Some(result) = recorded_result(timeline, request.op, &call.id) {
-                if !result.is_error {
-                    violations.push(Violation::new(
-                        "WIRE-7",
-                        &[*response_line],
-                        format!("call {} ({problem}) was recorded as a successful result", call.id),
-                    ));
-                }
+            // The core executor's answer is what the first after hook observes; after hooks may
+            // still rewrite it (WIRE-8), so the recorded result is judged only without them.
+            let afters: Vec<&HookInfo> = timeline
+                .hooks
+                .iter()
+                .filter(|hook| hook.op == request.op && hook.call.id == call.id && hook.phase == HookPhase::After)
+                .filter(|hook| hook.line > *response_line)
+                .collect();
+            let core_result = match afters.first() {
+                Some(first) => first.result.map(|result| (first.line, result.is_error)),
+                None => recorded_result(timeline, request.op, &call.id).map(|result| (*response_line, result.is_error)),
+            };
+            if let Some((line, false)) = core_result {
+                violations.push(Violation::new(
+                    "WIRE-7",
+                    &[line],
+                    format!(
+                        "call {} ({problem}) got a successful result from the core executor",
+                        call.id
+                    ),
+                ));
             }
         }
     }

@@ -122,6 +122,12 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     let report = progress_reporter();
     let started = Instant::now();
     let summary = explore(&corpus, config, &factory, threads(args.threads), &report);
+    let mut summary = summary;
+    if let Some(mutation) = mutant {
+        for failure in &mut summary.failures {
+            failure.replay.push_str(&format!(" --mutant {}", mutation.name()));
+        }
+    }
     print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {
         EXIT_BROKEN

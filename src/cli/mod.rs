@@ -94,7 +94,25 @@ enum Command {
         implementation: Option<String>,
         #[arg(long, value_name = "MS", default_value_t = 10_000)]
         step_timeout_ms: u64,
+        /// Replay an explicit choice sequence (`0.2.1`), as exhaustive exploration prints it.
+        #[arg(long, value_parser = parse_choices)]
+        choices: Option<Choices>,
     },
+}
+
+/// A choice sequence: the index taken at each step of a run.
+#[derive(Debug, Clone)]
+struct Choices(Vec<usize>);
+
+fn parse_choices(text: &str) -> Result<Choices, String> {
+    text.split('.')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            part.parse()
+                .map_err(|_| format!("`{text}`: expected choice indexes like 0.2.1"))
+        })
+        .collect::<Result<Vec<usize>, String>>()
+        .map(Choices)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -170,6 +188,7 @@ pub fn main() -> ExitCode {
             mutant,
             implementation,
             step_timeout_ms,
+            choices,
         } => replay(
             file,
             strategy,
@@ -177,6 +196,7 @@ pub fn main() -> ExitCode {
             json,
             mutant,
             implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
+            choices,
         ),
     };
     ExitCode::from(code)
@@ -213,6 +233,7 @@ fn replay(
     json: bool,
     mutant: Option<Mutation>,
     implementation: Option<(String, Duration)>,
+    choices: Option<Choices>,
 ) -> u8 {
     let corpus = match suite::load_corpus(std::slice::from_ref(&file)) {
         Ok(corpus) => corpus,
@@ -230,8 +251,15 @@ fn replay(
             eprintln!("agentsim: --mutant cannot be combined with --impl");
             return EXIT_BAD_INPUT;
         }
+        Some(_) if choices.is_some() => {
+            eprintln!("agentsim: --choices replays the in-process reference only");
+            return EXIT_BAD_INPUT;
+        }
         Some((command, step_timeout)) => external::replay_case(loaded, strategy, seed, &command, step_timeout),
-        None => suite::run_case(loaded, strategy, seed, &mut subject(mutant)),
+        None => match &choices {
+            Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, &mut subject(mutant)),
+            None => suite::run_case(loaded, strategy, seed, &mut subject(mutant)),
+        },
     };
     if json {
         if let Some(outcome) = &case.outcome {
