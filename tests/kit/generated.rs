@@ -24,7 +24,7 @@ use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence};
 fn session_entry(index: usize, parent: Option<usize>) -> SessionEntry {
     let id = format!("s{index}");
     let parent = parent.map(|parent| format!("s{parent}"));
-    let message = if index % 2 == 0 {
+    let message = if index.is_multiple_of(2) {
         Message::user(format!("old question {index}"), 1_000 + index as u64)
     } else {
         Message::Assistant(agentsim::model::AssistantMessage {
