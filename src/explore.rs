@@ -299,3 +299,62 @@ fn enumerate(
     enumeration.distinct_traces = traces.len();
     enumeration
 }
+
+/// How one mutant died.
+#[derive(Debug, Clone)]
+pub struct Kill {
+    pub rule: String,
+    /// `name (strategy seed N)`.
+    pub scenario: String,
+    pub replay: String,
+    /// Schedules run until the kill, this one included.
+    pub schedules: u64,
+    pub elapsed: Duration,
+}
+
+/// Hunts a mutant: the canonical schedule of every scenario first, then `seeds` random and pct
+/// seeds of each. A violation of a catalogue rule is preferred as the reported killer.
+pub fn hunt_mutant(corpus: &[LoadedScenario], mutation: crate::runtime::Mutation, seeds: u64) -> Option<Kill> {
+    use crate::runtime::Mutations;
+    use crate::sim::reference::ReferenceSubject;
+    use crate::suite::{run_case, Verdict};
+    let started = Instant::now();
+    let mut schedules = 0;
+    let strategies = [
+        StrategyKind::Scripted,
+        StrategyKind::Random,
+        StrategyKind::Pct { depth: 3 },
+    ];
+    for strategy in strategies {
+        let seed_count = if strategy == StrategyKind::Scripted { 1 } else { seeds };
+        for seed in 0..seed_count {
+            for loaded in corpus {
+                schedules += 1;
+                let mut subject = ReferenceSubject::with_mutations(Mutations::with(mutation));
+                let case = run_case(loaded, strategy, seed, &mut subject);
+                let rule = match &case.verdict {
+                    Verdict::Failed => {
+                        let by_rule = case
+                            .violations
+                            .iter()
+                            .find(|violation| check::RULE_IDS.contains(&violation.rule.as_str()));
+                        match by_rule.or(case.violations.first()) {
+                            Some(violation) => violation.rule.clone(),
+                            None => continue,
+                        }
+                    }
+                    Verdict::Broken(failure) => failure.code().to_string(),
+                    _ => continue,
+                };
+                return Some(Kill {
+                    rule,
+                    scenario: format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
+                    replay: format!("{} --mutant {}", case.replay_command(), mutation.name()),
+                    schedules,
+                    elapsed: started.elapsed(),
+                });
+            }
+        }
+    }
+    None
+}

@@ -21,6 +21,15 @@ pub struct BenchArgs {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// The corpus the mutants are hunted on, by the kit and by naive stress testing.
+    #[arg(long, default_value = "scenarios")]
+    corpus: PathBuf,
+    /// Seconds naive stress testing may spend on each mutant.
+    #[arg(long, default_value_t = 3.0)]
+    stress_budget: f64,
+    /// Skip the comparison with naive stress testing.
+    #[arg(long)]
+    no_stress: bool,
 }
 
 pub fn run_bench(args: BenchArgs) -> u8 {
@@ -75,5 +84,99 @@ pub fn run_bench(args: BenchArgs) -> u8 {
         },
         elapsed.as_secs_f64() * 1000.0
     );
+    if !args.no_stress {
+        let corpus = match suite::load_corpus(std::slice::from_ref(&args.corpus)) {
+            Ok(corpus) => corpus,
+            Err(error) => {
+                eprintln!("agentsim: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        };
+        compare_with_stress(&corpus, Duration::from_secs_f64(args.stress_budget.max(0.1)));
+    }
     EXIT_PASSED
+}
+
+/// The bug zoo hunted twice, side by side: by the kit (canonical schedules, then random and
+/// pct seeds) and by naive stress testing (real threads, random sleeps, the same fakes).
+fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Duration) {
+    use crate::bench::stress::stress_hunt;
+    use crate::explore::hunt_mutant;
+    use crate::runtime::{Mutation, Mutations};
+    use crate::sim::reference::ReferenceSubject;
+    use crate::sim::Subject;
+
+    // Stress tasks may outlive a run by a few milliseconds, so they borrow a corpus that lives
+    // as long as the process.
+    let scenarios: &'static [crate::scenario::Scenario] = Box::leak(
+        corpus
+            .iter()
+            .map(|loaded| loaded.scenario.clone())
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    println!();
+    println!(
+        "bug zoo, kit vs naive stress ({} scenarios; stress: 2 tokio worker threads, random sleeps up to 300 us, {:.1} s per mutant)",
+        corpus.len(),
+        budget.as_secs_f64()
+    );
+    println!(
+        "{:<28} {:>14} {:>12} {:>14} {:>12}",
+        "mutant", "kit schedules", "kit time", "stress runs", "stress time"
+    );
+    let (mut kit_found, mut stress_found) = (0, 0);
+    let (mut kit_total, mut stress_total) = (Duration::ZERO, Duration::ZERO);
+    let mut both = 0;
+    let mut ratio_sum = 0.0;
+    for mutation in Mutation::ALL {
+        let kit = hunt_mutant(corpus, *mutation, 20);
+        let factory = move || -> Box<dyn Subject + Send> {
+            Box::new(ReferenceSubject::with_mutations(Mutations::with(*mutation)))
+        };
+        let (runs, stress) = stress_hunt(scenarios, &factory, budget);
+        let show = |time: Option<Duration>| match time {
+            Some(time) => format!("{:.2} ms", time.as_secs_f64() * 1000.0),
+            None => "missed".to_string(),
+        };
+        println!(
+            "{:<28} {:>14} {:>12} {:>14} {:>12}",
+            mutation.name(),
+            kit.as_ref()
+                .map(|kill| kill.schedules.to_string())
+                .unwrap_or_else(|| "-".into()),
+            show(kit.as_ref().map(|kill| kill.elapsed)),
+            runs,
+            show(stress)
+        );
+        if let Some(kill) = &kit {
+            kit_found += 1;
+            kit_total += kill.elapsed;
+        }
+        if let Some(time) = stress {
+            stress_found += 1;
+            stress_total += time;
+            if let Some(kill) = &kit {
+                both += 1;
+                ratio_sum += time.as_secs_f64() / kill.elapsed.as_secs_f64().max(1e-9);
+            }
+        }
+    }
+    let count = Mutation::ALL.len();
+    println!(
+        "detection: kit {kit_found}/{count}, naive stress {stress_found}/{count} within {:.1} s each",
+        budget.as_secs_f64()
+    );
+    let mean = |total: Duration, found: usize| total.as_secs_f64() * 1000.0 / found.max(1) as f64;
+    println!(
+        "mean time to detect (detected only): kit {:.2} ms, naive stress {:.2} ms",
+        mean(kit_total, kit_found),
+        mean(stress_total, stress_found)
+    );
+    if both > 0 {
+        println!(
+            "stress time / kit time, mean over the {both} mutants both detected: {:.0}x",
+            ratio_sum / both as f64
+        );
+    }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::explore::{explore, ExploreConfig, ExploreSummary};
+use crate::explore::{explore, hunt_mutant, ExploreConfig, ExploreSummary};
 use crate::runtime::{Mutation, Mutations};
 use crate::scenario::LoadedScenario;
 use crate::sim::reference::ReferenceSubject;
@@ -208,15 +208,6 @@ pub struct MutantsArgs {
     only: Vec<Mutation>,
 }
 
-/// How one mutant died (or did not).
-struct Kill {
-    rule: String,
-    scenario: String,
-    replay: String,
-    schedules: u64,
-    elapsed: Duration,
-}
-
 pub fn run_mutants(args: MutantsArgs) -> u8 {
     let corpus = match load(args.paths) {
         Ok(corpus) => corpus,
@@ -233,7 +224,7 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
         "mutant", "rule", "killed by", "schedules", "time"
     );
     for mutation in &mutants {
-        match hunt(&corpus, *mutation, args.seeds) {
+        match hunt_mutant(&corpus, *mutation, args.seeds) {
             Some(kill) => {
                 killed += 1;
                 println!(
@@ -244,7 +235,7 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
                     kill.schedules,
                     kill.elapsed.as_secs_f64() * 1000.0
                 );
-                println!("{:<28} replay: {} --mutant {}", "", kill.replay, mutation.name());
+                println!("{:<28} replay: {}", "", kill.replay);
             }
             None => println!("{:<28} SURVIVED", mutation.name()),
         }
@@ -255,38 +246,4 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
     } else {
         EXIT_VIOLATION
     }
-}
-
-/// Canonical schedules first, scenario by scenario; then random and pct seeds.
-fn hunt(corpus: &[LoadedScenario], mutation: Mutation, seeds: u64) -> Option<Kill> {
-    let started = Instant::now();
-    let mut schedules = 0;
-    let strategies = [
-        StrategyKind::Scripted,
-        StrategyKind::Random,
-        StrategyKind::Pct { depth: 3 },
-    ];
-    for strategy in strategies {
-        let seed_count = if strategy == StrategyKind::Scripted { 1 } else { seeds };
-        for seed in 0..seed_count {
-            for loaded in corpus {
-                schedules += 1;
-                let mut subject = ReferenceSubject::with_mutations(Mutations::with(mutation));
-                let case = suite::run_case(loaded, strategy, seed, &mut subject);
-                let rule = match (&case.verdict, case.violations.first()) {
-                    (suite::Verdict::Failed, Some(violation)) => violation.rule.clone(),
-                    (suite::Verdict::Broken(failure), _) => failure.code().to_string(),
-                    _ => continue,
-                };
-                return Some(Kill {
-                    rule,
-                    scenario: format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
-                    replay: case.replay_command(),
-                    schedules,
-                    elapsed: started.elapsed(),
-                });
-            }
-        }
-    }
-    None
 }

@@ -254,8 +254,11 @@ impl Counters {
     }
 }
 
-/// One run in progress.
-struct Simulation<'a> {
+/// The world of one run: the scripted fakes, the store, the pending effects and the trace.
+///
+/// `simulate` drives it with a strategy; the naive stress harness of `bench` drives it from
+/// concurrent tasks. Either way every answer comes from the same fakes.
+pub struct World<'a> {
     scenario: &'a Scenario,
     trace: Trace,
     store: StoreFake,
@@ -275,19 +278,7 @@ pub fn simulate(
     subject: &mut dyn Subject,
     strategy: &mut dyn Strategy,
 ) -> Result<RunOutcome, SubjectFailure> {
-    let mut sim = Simulation {
-        scenario,
-        trace: Trace::default(),
-        store: StoreFake::new(&scenario.session),
-        scripts: Scripts::default(),
-        pending: Vec::new(),
-        aborted: BTreeSet::new(),
-        counters: Counters::default(),
-        next_op: 0,
-        model_index: 0,
-        findings: Vec::new(),
-        effects: Vec::new(),
-    };
+    let mut sim = World::new(scenario);
     let mut choices_taken = Vec::new();
     match subject.start(scenario)? {
         Ok(restored) => sim.trace.push(Event::Restored {
@@ -324,8 +315,52 @@ pub fn simulate(
     Ok(sim.finish(choices_taken))
 }
 
-impl Simulation<'_> {
-    fn finish(self, choices: Vec<(usize, usize)>) -> RunOutcome {
+impl<'a> World<'a> {
+    pub fn new(scenario: &'a Scenario) -> World<'a> {
+        World {
+            scenario,
+            trace: Trace::default(),
+            store: StoreFake::new(&scenario.session),
+            scripts: Scripts::default(),
+            pending: Vec::new(),
+            aborted: BTreeSet::new(),
+            counters: Counters::default(),
+            next_op: 0,
+            model_index: 0,
+            findings: Vec::new(),
+            effects: Vec::new(),
+        }
+    }
+
+    /// Records an event that is not an effect (restore, end).
+    pub fn push(&mut self, event: Event) {
+        self.trace.push(event);
+    }
+
+    /// The pending effects, oldest first, and whether each can be completed now.
+    pub fn pending_effects(&self) -> Vec<(EffectId, bool)> {
+        self.pending
+            .iter()
+            .map(|pending| (pending.effect, self.ready(pending)))
+            .collect()
+    }
+
+    /// Whether the world can answer `pending` now (a hanging tool waits for its abort signal;
+    /// a late append for its condition).
+    fn ready(&self, pending: &Pending) -> bool {
+        match &pending.kind {
+            PendingKind::Tool {
+                signal,
+                step: ToolStep::Hang,
+            } => self.aborted.contains(signal),
+            PendingKind::Append { fault: Some(fault), .. } if fault.fault == AppendFaultKind::Late => {
+                fault.until.is_none_or(|until| self.counters.holds(until))
+            }
+            _ => true,
+        }
+    }
+
+    pub fn finish(self, choices: Vec<(usize, usize)>) -> RunOutcome {
         RunOutcome {
             trace: self.trace,
             store: self.store.entries,
@@ -335,7 +370,7 @@ impl Simulation<'_> {
     }
 
     /// The enabled choices: the next operation first, then pending effects oldest first.
-    fn enabled(&self, choices: &mut Vec<Choice>) {
+    pub fn enabled(&self, choices: &mut Vec<Choice>) {
         choices.clear();
         if let Some(spec) = self.scenario.operations.get(self.next_op) {
             if spec.after.is_none_or(|after| self.counters.holds(after)) {
@@ -343,17 +378,7 @@ impl Simulation<'_> {
             }
         }
         for pending in &self.pending {
-            let ready = match &pending.kind {
-                PendingKind::Tool {
-                    signal,
-                    step: ToolStep::Hang,
-                } => self.aborted.contains(signal),
-                PendingKind::Append { fault: Some(fault), .. } if fault.fault == AppendFaultKind::Late => {
-                    fault.until.is_none_or(|until| self.counters.holds(until))
-                }
-                _ => true,
-            };
-            if ready {
+            if self.ready(pending) {
                 choices.push(Choice::Complete {
                     effect: pending.effect,
                     lane: pending.kind.lane(),
@@ -363,7 +388,7 @@ impl Simulation<'_> {
     }
 
     /// Turns a choice into the input for the subject, recording the world's side in the trace.
-    fn take(&mut self, choice: Choice) -> Input {
+    pub fn take(&mut self, choice: Choice) -> Input {
         match choice {
             Choice::Deliver { index } => {
                 self.next_op = index + 1;
@@ -484,7 +509,7 @@ impl Simulation<'_> {
     }
 
     /// Records one effect of the subject and prepares the world's answer to it.
-    fn record(&mut self, effect: Effect) {
+    pub fn record(&mut self, effect: Effect) {
         match effect {
             Effect::ModelRequest {
                 effect,

@@ -9,6 +9,8 @@
 use std::time::{Duration, Instant};
 
 use crate::check;
+pub mod stress;
+
 use crate::explore::next_prefix;
 use crate::model::{ContentBlock, ToolRegistry};
 use crate::runtime::{
