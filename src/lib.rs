@@ -1,3 +1,39 @@
+//! agentsim: a deterministic simulation and conformance kit for agent Runtimes of the Pi family.
+//!
+//! # Bird's-eye view
+//!
+//! A run is data: `(scenario, strategy, seed) -> trace`. A [`scenario`] file describes a session
+//! tree, a runtime configuration, resources, extensions, tools, a model script, a fault plan and
+//! operations. The [`sim`] scheduler drives a *Subject* (the in-process reference [`runtime`],
+//! or an external implementation over [`protocol`]) step by step, answering its effects with
+//! scripted fakes, choosing among enabled steps with one strategy from one seed, and records a
+//! typed [`trace`]. The [`check`] catalogue, one checker per rule of `conformance.md`, judges
+//! every trace. [`suite`] runs a corpus once; [`explore`] runs it under many schedules;
+//! [`bench`](mod@bench) measures the kit; [`cli`] is the command line.
+//!
+//! # Codemap
+//!
+//! - [`model`]: plain data and pure functions: Pi's messages and entries, `path_to`,
+//!   `build_context`, resources, tools.
+//! - [`runtime`]: the reference Runtime as a sans-IO state machine, with its mutation switches.
+//! - [`sim`]: the scheduler, strategies, the portable PRNG, the fakes and the fault plan.
+//! - [`scenario`]: the scenario file format and its errors (file, line, field).
+//! - [`trace`]: typed events, the one-line rendering and JSON.
+//! - [`check`]: the rule catalogue and its checkers; scenario expectations.
+//! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
+//! - [`deviations`]: an implementation's expected deviations (`--expect`).
+//! - [`suite`], [`explore`], [`bench`](mod@bench), [`cli`]: runners and the command line.
+//!
+//! # Architecture invariants
+//!
+//! - `runtime` never imports tokio, reads a clock, draws a random number or spawns: inputs in,
+//!   effects out; ids and times follow rules the driver sets.
+//! - All nondeterminism comes from one `u64` seed through one portable PRNG (`sim::rng`);
+//!   nothing iterates a hash map where order can reach a trace.
+//! - The reference and external implementations are driven through the same `sim::Subject`.
+//! - Every rule has an ID in conformance.md, a checker and a scenario (the tidy test).
+//! - Every failure prints one command that replays it.
+
 pub mod bench;
 pub mod check;
 pub mod cli;
