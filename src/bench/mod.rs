@@ -12,14 +12,11 @@ use crate::check;
 pub mod stress;
 
 use crate::explore::next_prefix;
-use crate::model::{ContentBlock, ToolRegistry};
-use crate::runtime::{
-    Completion, Effect, HookOutcome, HookPhase, Input, OpId, Runtime, RuntimeConfig, RuntimeDeps, StoreOutcome,
-    ToolOutcome,
-};
+use crate::model::ContentBlock;
+use crate::runtime::{Completion, Effect, HookOutcome, HookPhase, Input, OpId, Runtime, StoreOutcome, ToolOutcome};
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::sim::fakes::model_reply;
-use crate::sim::reference::ReferenceSubject;
+use crate::sim::reference::{runtime_parts, ReferenceSubject};
 use crate::sim::{simulate, Random, Replay};
 
 /// A rate measured over a fixed wall-clock window.
@@ -68,20 +65,7 @@ pub fn bare_core_per_second(scenario: &Scenario, window: Duration) -> Rate {
 }
 
 fn bare_run(scenario: &Scenario) {
-    let config = RuntimeConfig {
-        active_leaf_id: scenario.config.active_leaf_id.clone(),
-        system_prompt: scenario.config.system_prompt.clone(),
-        steps_max: scenario.config.max_steps,
-        context: scenario.config.context,
-    };
-    let deps = RuntimeDeps {
-        resources: scenario.resources.clone(),
-        extensions: scenario.extensions.iter().map(|script| script.name.clone()).collect(),
-        tools: ToolRegistry::new(scenario.tools.iter().map(|tool| tool.spec()).collect()),
-        ids: scenario.config.ids.clone(),
-        clock: scenario.config.clock.clone(),
-        mutations: Default::default(),
-    };
+    let (config, deps) = runtime_parts(scenario, Default::default());
     let Ok(mut runtime) = Runtime::restore(config, deps, &scenario.session) else {
         return;
     };

@@ -25,22 +25,28 @@ impl ReferenceSubject {
     }
 }
 
+/// The runtime configuration and dependencies a scenario describes.
+pub fn runtime_parts(scenario: &Scenario, mutations: Mutations) -> (RuntimeConfig, RuntimeDeps) {
+    let config = RuntimeConfig {
+        active_leaf_id: scenario.config.active_leaf_id.clone(),
+        system_prompt: scenario.config.system_prompt.clone(),
+        steps_max: scenario.config.max_steps,
+        context: scenario.config.context,
+    };
+    let deps = RuntimeDeps {
+        resources: scenario.resources.clone(),
+        extensions: scenario.extensions.iter().map(|script| script.name.clone()).collect(),
+        tools: crate::model::ToolRegistry::new(scenario.tools.iter().map(|tool| tool.spec()).collect()),
+        ids: scenario.config.ids.clone(),
+        clock: scenario.config.clock.clone(),
+        mutations,
+    };
+    (config, deps)
+}
+
 impl Subject for ReferenceSubject {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
-        let config = RuntimeConfig {
-            active_leaf_id: scenario.config.active_leaf_id.clone(),
-            system_prompt: scenario.config.system_prompt.clone(),
-            steps_max: scenario.config.max_steps,
-            context: scenario.config.context,
-        };
-        let deps = RuntimeDeps {
-            resources: scenario.resources.clone(),
-            extensions: scenario.extensions.iter().map(|script| script.name.clone()).collect(),
-            tools: crate::model::ToolRegistry::new(scenario.tools.iter().map(|tool| tool.spec()).collect()),
-            ids: scenario.config.ids.clone(),
-            clock: scenario.config.clock.clone(),
-            mutations: self.mutations.clone(),
-        };
+        let (config, deps) = runtime_parts(scenario, self.mutations.clone());
         match Runtime::restore(config, deps, &scenario.session) {
             Ok(mut runtime) => {
                 let restored = Restored {
