@@ -9,12 +9,13 @@
 //! ```
 //!
 //! A deviation names a rule ID of conformance.md (or `expect` for a scenario's own `expect`
-//! block, or `model[N].expect` for a request check) and the scenarios (test names, as `run`
+//! block, or `model[N].expect` for a request check, or `broken:<verdict code>` for a scenario on
+//! which the implementation itself breaks, e.g. hangs: exit code 3 unless listed) and the scenarios (test names, as `run`
 //! prints them) where that rule is expected to fail, with the reason. With `--expect`, a run
 //! passes only when the (scenario, rule) failures it observes are exactly the listed ones among
 //! the scenarios it ran: an unlisted failure is **unexpected**, a listed failure that no longer
 //! happens is **stale**; both fail the run. Listed scenarios that were not run, or ran as not
-//! applicable or broken, are reported and neither confirm nor contradict the file.
+//! applicable, are reported and neither confirm nor contradict the file.
 //!
 //! The file is strict like a scenario: unknown fields are rejected and every problem names the
 //! file, line and field. This module reads and compares; it never runs anything.
@@ -115,7 +116,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ExpectationFile, ExpectationErro
             return Err(at(
                 format!("deviations[{index}].rule"),
                 format!(
-                    "unknown rule ID `{}` (a rule of conformance.md, `expect`, or `model[N].expect`)",
+                    "unknown rule ID `{}` (a rule of conformance.md, `expect`, `model[N].expect` or `broken:<code>`)",
                     deviation.rule
                 ),
             ));
@@ -148,9 +149,17 @@ fn is_known_rule(rule: &str) -> bool {
     if RULE_IDS.contains(&rule) || rule == "expect" {
         return true;
     }
+    if let Some(code) = rule.strip_prefix("broken:") {
+        return code.starts_with("subject.") && code.len() > "subject.".len();
+    }
     rule.strip_prefix("model[")
         .and_then(|rest| rest.strip_suffix("].expect"))
         .is_some_and(|index| !index.is_empty() && index.bytes().all(|byte| byte.is_ascii_digit()))
+}
+
+/// The pseudo-rule under which a broken verdict is listed: `broken:<code>`.
+pub fn broken_rule(failure: &crate::sim::SubjectFailure) -> String {
+    format!("broken:{}", failure.code())
 }
 
 /// One (scenario, rule) pair.
@@ -184,6 +193,14 @@ impl Comparison {
 pub fn compare(file: &ExpectationFile, reports: &[CaseReport]) -> Comparison {
     let mut observed: Vec<(Pair, String)> = Vec::new();
     for report in reports {
+        if let Verdict::Broken(failure) = &report.verdict {
+            let pair = Pair {
+                scenario: report.name.clone(),
+                rule: broken_rule(failure),
+            };
+            observed.push((pair, failure.to_string()));
+            continue;
+        }
         if report.verdict != Verdict::Failed {
             continue;
         }
@@ -209,7 +226,7 @@ pub fn compare(file: &ExpectationFile, reports: &[CaseReport]) -> Comparison {
             let judged = reports
                 .iter()
                 .find(|report| report.name == *scenario)
-                .is_some_and(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed));
+                .is_some_and(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed | Verdict::Broken(_)));
             if observed.iter().any(|(seen, _)| *seen == pair) {
                 comparison.confirmed.push(pair);
             } else if judged {
@@ -237,6 +254,14 @@ mod tests {
 
     fn parse_text(text: &str) -> Result<ExpectationFile, ExpectationError> {
         parse(Path::new("expectations/x.json"), text)
+    }
+
+    #[test]
+    fn a_broken_verdict_can_be_expected_by_its_code() {
+        let ok = r#"{"implementation":"pi","deviations":[{"rule":"broken:subject.timeout","scenarios":["a"],"reason":"hangs"}]}"#;
+        assert!(parse_text(ok).is_ok());
+        let bad = r#"{"implementation":"pi","deviations":[{"rule":"broken:","scenarios":["a"],"reason":"hangs"}]}"#;
+        assert!(parse_text(bad).is_err());
     }
 
     #[test]

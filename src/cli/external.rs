@@ -226,9 +226,17 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
 
 /// The exit code with `--expect`: rule failures count only when they differ from the file.
 fn exit_code_expected(reports: &[CaseReport], comparison: &Comparison) -> u8 {
+    // Rule failures and listed broken verdicts are judged by the comparison alone.
+    let listed_broken = |report: &CaseReport| match &report.verdict {
+        Verdict::Broken(failure) => comparison
+            .confirmed
+            .iter()
+            .any(|pair| pair.scenario == report.name && pair.rule == deviations::broken_rule(failure)),
+        _ => false,
+    };
     let others: Vec<CaseReport> = reports
         .iter()
-        .filter(|report| report.verdict != Verdict::Failed)
+        .filter(|report| report.verdict != Verdict::Failed && !listed_broken(report))
         .cloned()
         .collect();
     let code = exit_code(&others);

@@ -184,8 +184,9 @@ pub enum WireCompletion {
     ModelChunk {
         text: String,
     },
-    /// The final assistant message (pi-ai shape).
+    /// The final assistant message (pi-ai shape, `role` included).
     ModelFinal {
+        #[serde(with = "assistant_with_role")]
         message: AssistantMessage,
     },
     Tool {
@@ -1098,6 +1099,37 @@ mod tests {
             let line = to_line(&input_to_wire(&input));
             let message = parse_kit_line(&line).expect("kit lines read back");
             assert_eq!(input_from_wire(message), Some(input));
+        }
+    }
+}
+
+/// An assistant message on the wire carries `"role": "assistant"`, as every pi-ai message does.
+mod assistant_with_role {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::model::{AssistantMessage, Message};
+
+    pub fn serialize<S: Serializer>(message: &AssistantMessage, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct WithRole<'a> {
+            role: &'static str,
+            #[serde(flatten)]
+            message: &'a AssistantMessage,
+        }
+        WithRole {
+            role: "assistant",
+            message,
+        }
+        .serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<AssistantMessage, D::Error> {
+        match Message::deserialize(deserializer)? {
+            Message::Assistant(message) => Ok(message),
+            other => Err(serde::de::Error::custom(format!(
+                "expected an assistant message, got role `{}`",
+                other.role()
+            ))),
         }
     }
 }
