@@ -8,6 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::explore::{explore, hunt_mutant, ExploreConfig, ExploreSummary};
+use crate::protocol::external::ExternalSubject;
 use crate::runtime::{Mutation, Mutations};
 use crate::scenario::LoadedScenario;
 use crate::sim::reference::ReferenceSubject;
@@ -41,6 +42,13 @@ pub struct ExploreArgs {
     /// Worker threads (default: the machine's cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Explore an implementation behind the adapter protocol (`sh -c CMD`, one process per
+    /// schedule) instead of the in-process reference.
+    #[arg(long = "impl", value_name = "CMD")]
+    implementation: Option<String>,
+    /// Bound on every wait for the adapter, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    step_timeout_ms: u64,
 }
 
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {
@@ -113,20 +121,34 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         check_determinism: args.check_determinism,
     };
     let mutant = args.mutant;
+    if args.implementation.is_some() && matches!(args.strategy, StrategyKind::Exhaustive { .. }) {
+        eprintln!("agentsim: exhaustive exploration replays choice sequences, which only the in-process reference takes (use random or pct with --impl)");
+        return EXIT_BAD_INPUT;
+    }
+    if mutant.is_some() && args.implementation.is_some() {
+        eprintln!("agentsim: --mutant cannot be combined with --impl");
+        return EXIT_BAD_INPUT;
+    }
+    let implementation = args.implementation.clone();
+    let step_timeout = Duration::from_millis(args.step_timeout_ms);
     let factory = move || -> Box<dyn Subject> {
-        Box::new(match mutant {
-            Some(mutation) => ReferenceSubject::with_mutations(Mutations::with(mutation)),
-            None => ReferenceSubject::new(),
-        })
+        match (&implementation, mutant) {
+            (Some(command), _) => Box::new(ExternalSubject::new(command.clone(), step_timeout)),
+            (None, Some(mutation)) => Box::new(ReferenceSubject::with_mutations(Mutations::with(mutation))),
+            (None, None) => Box::new(ReferenceSubject::new()),
+        }
     };
     let report = progress_reporter();
     let started = Instant::now();
     let summary = explore(&corpus, config, &factory, threads(args.threads), &report);
     let mut summary = summary;
-    if let Some(mutation) = mutant {
-        for failure in &mut summary.failures {
-            failure.replay.push_str(&format!(" --mutant {}", mutation.name()));
-        }
+    let suffix = match (&args.implementation, mutant) {
+        (Some(command), _) => format!(" --impl '{command}'"),
+        (None, Some(mutation)) => format!(" --mutant {}", mutation.name()),
+        (None, None) => String::new(),
+    };
+    for failure in &mut summary.failures {
+        failure.replay.push_str(&suffix);
     }
     print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {

@@ -566,3 +566,34 @@ fn the_markdown_matrix_has_a_row_per_rule() {
         report.stdout
     );
 }
+
+/// `explore --impl` drives an adapter under many schedules: the served reference passes, a
+/// served mutant is caught with a replay command that names the adapter.
+#[test]
+fn explore_drives_an_adapter_under_random_schedules() {
+    let agentsim = env!("CARGO_BIN_EXE_agentsim");
+    let explore = |serve: &str| {
+        std::process::Command::new(agentsim)
+            .args([
+                "explore",
+                "scenarios/poison",
+                "--strategy",
+                "random",
+                "--seeds",
+                "3",
+                "--impl",
+            ])
+            .arg(format!("{agentsim} {serve}"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("the binary runs")
+    };
+    let clean = explore("serve");
+    let stdout = String::from_utf8_lossy(&clean.stdout);
+    assert_eq!(clean.status.code(), Some(0), "{stdout}");
+    assert!(stdout.ends_with(" passed, 0 failed\n"), "{stdout}");
+    let mutant = explore("serve --mutant poison-not-stored");
+    let stdout = String::from_utf8_lossy(&mutant.stdout);
+    assert_eq!(mutant.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("--impl '"), "{stdout}");
+}
