@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::check::{self, Violation};
 use crate::scenario::LoadedScenario;
-use crate::sim::{make_strategy, simulate, Replay, RunOutcome, StrategyKind, Subject, SubjectFailure};
+use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, Subject, SubjectFailure};
 
 /// Which schedules to run.
 #[derive(Debug, Clone, Copy)]
@@ -173,11 +173,17 @@ fn run_one(
     let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
         let mut subject = make_subject();
         match choices {
-            Some(choices) => simulate(&loaded.scenario, subject.as_mut(), &mut Replay::new(choices.to_vec())),
-            None => simulate(
+            Some(choices) => simulate_with(
+                &loaded.scenario,
+                subject.as_mut(),
+                &mut Replay::new(choices.to_vec()),
+                false,
+            ),
+            None => simulate_with(
                 &loaded.scenario,
                 subject.as_mut(),
                 make_strategy(strategy, seed).as_mut(),
+                false,
             ),
         }
     };

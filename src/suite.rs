@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
 use crate::scenario::{self, locate, LoadedScenario, ScenarioError};
-use crate::sim::{make_strategy, simulate, RunOutcome, StrategyKind, Subject, SubjectFailure};
+use crate::sim::{make_strategy, simulate_with, RunOutcome, StrategyKind, Subject, SubjectFailure};
 use crate::trace::Event;
 
 /// How one case ended.
@@ -132,7 +132,8 @@ pub fn run_case_with(
         implementation: None,
         divergence: None,
     };
-    let outcome = match simulate(&loaded.scenario, subject, chooser) {
+    let canonical = strategy == StrategyKind::Scripted;
+    let outcome = match simulate_with(&loaded.scenario, subject, chooser, canonical) {
         Ok(outcome) => outcome,
         Err(SubjectFailure::Unsupported { operation, reason }) => {
             report.verdict = Verdict::NotApplicable {

@@ -17,7 +17,7 @@ use crate::runtime::{Completion, Effect, HookOutcome, HookPhase, Input, OpId, Ru
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::sim::fakes::model_reply;
 use crate::sim::reference::{runtime_parts, ReferenceSubject};
-use crate::sim::{simulate, Random, Replay};
+use crate::sim::{simulate, simulate_with, Random, Replay};
 
 /// A rate measured over a fixed wall-clock window.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +51,8 @@ fn measure(window: Duration, mut body: impl FnMut(u64)) -> Rate {
 pub fn schedules_per_second(scenario: &Scenario, window: Duration, check: bool) -> Rate {
     measure(window, |seed| {
         let mut subject = ReferenceSubject::new();
-        let outcome = simulate(scenario, &mut subject, &mut Random::new(seed)).expect("the reference never breaks");
+        let outcome =
+            simulate_with(scenario, &mut subject, &mut Random::new(seed), false).expect("the reference never breaks");
         if check {
             let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
             assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");

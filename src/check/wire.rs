@@ -3,9 +3,7 @@
 use serde_json::Value;
 
 use crate::model::{validate_arguments, ContentBlock, Message, ToolResultMessage};
-use crate::runtime::ModelRequest;
 use crate::runtime::{HookOutcome, HookPhase, OpId, ToolOutcome};
-use crate::sim::fakes::request_text;
 
 use super::timeline::{HookInfo, Line, Timeline, ToolCallInfo};
 use super::Violation;
@@ -86,14 +84,13 @@ pub fn wire_3(timeline: &Timeline<'_>) -> Vec<Violation> {
         .map(|skill| (skill.name.as_str(), skill.body.trim()))
         .collect();
     let mut violations = Vec::new();
+    if bodies.is_empty() {
+        return violations;
+    }
     for request in &timeline.requests {
-        let text = request_text(&ModelRequest {
-            system_prompt: request.system_prompt.map(str::to_string),
-            messages: request.messages.to_vec(),
-            tools: Vec::new().into(),
-        });
         for (name, body) in &bodies {
-            if text.contains(body) {
+            let in_prompt = request.system_prompt.is_some_and(|prompt| prompt.contains(body));
+            if in_prompt || request.messages.iter().any(|message| message_contains(message, body)) {
                 violations.push(Violation::new(
                     "WIRE-3",
                     &[request.line],
@@ -103,6 +100,20 @@ pub fn wire_3(timeline: &Timeline<'_>) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// Whether any text a model reads in `message` contains `needle`.
+fn message_contains(message: &Message, needle: &str) -> bool {
+    match message {
+        Message::Assistant(assistant) => assistant.content.iter().any(|block| match block {
+            crate::model::AssistantBlock::Text { text } => text.contains(needle),
+            crate::model::AssistantBlock::Thinking { thinking } => thinking.contains(needle),
+            crate::model::AssistantBlock::ToolCall(call) => {
+                serde_json::to_string(&call.arguments).is_ok_and(|arguments| arguments.contains(needle))
+            }
+        }),
+        other => other.text().contains(needle),
+    }
 }
 
 /// Where a call's arguments were seen: the line, the arguments, and a hook's answer.

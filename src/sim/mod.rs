@@ -270,6 +270,8 @@ pub struct World<'a> {
     model_index: usize,
     findings: Vec<Finding>,
     effects: Vec<Effect>,
+    /// Whether the scripted model applies the scenario's request checks.
+    request_checks: bool,
 }
 
 /// Runs `scenario` on `subject`, choosing with `strategy`, and returns the trace.
@@ -278,7 +280,19 @@ pub fn simulate(
     subject: &mut dyn Subject,
     strategy: &mut dyn Strategy,
 ) -> Result<RunOutcome, SubjectFailure> {
+    simulate_with(scenario, subject, strategy, true)
+}
+
+/// `simulate`, choosing whether the scripted model checks the requests it receives (those
+/// checks describe the canonical schedule; exploration skips them).
+pub fn simulate_with(
+    scenario: &Scenario,
+    subject: &mut dyn Subject,
+    strategy: &mut dyn Strategy,
+    request_checks: bool,
+) -> Result<RunOutcome, SubjectFailure> {
     let mut sim = World::new(scenario);
+    sim.request_checks = request_checks;
     let mut choices_taken = Vec::new();
     match subject.start(scenario)? {
         Ok(restored) => sim.trace.push(Event::Restored {
@@ -329,6 +343,7 @@ impl<'a> World<'a> {
             model_index: 0,
             findings: Vec::new(),
             effects: Vec::new(),
+            request_checks: true,
         }
     }
 
@@ -528,7 +543,8 @@ impl<'a> World<'a> {
                     messages: request.messages.clone(),
                     tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
                 });
-                if let Some(check) = self.scenario.model.get(index).and_then(|step| step.expect.as_ref()) {
+                let check = self.scenario.model.get(index).and_then(|step| step.expect.as_ref());
+                if let Some(check) = check.filter(|_| self.request_checks) {
                     for problem in check_request(check, &request) {
                         self.findings.push(Finding {
                             rule: format!("model[{index}].expect"),
