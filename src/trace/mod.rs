@@ -216,7 +216,7 @@ fn describe(event: &Event) -> (String, &'static str, String) {
                 Operation::Mode { mode, text } => format!("{mode} {}", quote(text)),
                 other => other.text().map(quote).unwrap_or_default(),
             };
-            (op.to_string(), operation_verb(operation), detail)
+            (op.to_string(), operation.name(), detail)
         }
         Event::ModelRequest {
             effect,
@@ -305,10 +305,6 @@ fn describe(event: &Event) -> (String, &'static str, String) {
             )
         }
     }
-}
-
-fn operation_verb(operation: &Operation) -> &'static str {
-    operation.name()
 }
 
 pub fn describe_settlement(settlement: &Settlement) -> String {
