@@ -17,7 +17,11 @@
 //!   `build_context`, resources, tools.
 //! - [`runtime`]: the reference Runtime as a sans-IO state machine, with its mutation switches.
 //! - [`sim`]: the scheduler, strategies, the portable PRNG, the fakes and the fault plan.
+//! - [`shell`]: the async shell around the reference Runtime (tokio), with one `dyn` seam per
+//!   model, store, tool host and output sink: the embedding API and the networked world's runtime.
 //! - [`scenario`]: the scenario file format and its errors (file, line, field).
+//! - [`store`]: Pi's JSONL session file: parsing with line numbers, `check_session`, and the
+//!   append-only `FileStore` on a real or turmoil-simulated disk.
 //! - [`trace`]: typed events, the one-line rendering and JSON.
 //! - [`check`]: the rule catalogue and its checkers; scenario expectations.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
@@ -40,9 +44,12 @@ pub mod cli;
 pub mod deviations;
 pub mod explore;
 pub mod model;
+pub mod net;
 pub mod protocol;
 pub mod runtime;
 pub mod scenario;
+pub mod shell;
 pub mod sim;
+pub mod store;
 pub mod suite;
 pub mod trace;

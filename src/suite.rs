@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
+use crate::net::NetOptions;
 use crate::scenario::{self, locate, LoadedScenario, ScenarioError};
 use crate::sim::{make_strategy, simulate_with, RunOutcome, StrategyKind, Subject, SubjectFailure};
 use crate::trace::Event;
@@ -39,11 +40,26 @@ pub struct CaseReport {
     pub implementation: Option<String>,
     /// Where the implementation's trace first departs from the reference's (`--impl` runs).
     pub divergence: Option<crate::protocol::diff::Divergence>,
+    /// Set when the case ran in the networked world.
+    pub net: Option<NetInfo>,
+}
+
+/// How a case ran in the networked world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetInfo {
+    /// The seed turmoil's RNG got (derived from the kit's seed).
+    pub turmoil_seed: u64,
+    /// Faults drawn from the seed were added to the scenario's (`--world net`).
+    pub seeded_faults: bool,
 }
 
 impl CaseReport {
     /// The one command that replays this case.
     pub fn replay_command(&self) -> String {
+        if let Some(net) = self.net {
+            let world = if net.seeded_faults { " --world net" } else { "" };
+            return format!("agentsim replay {}{world} --seed {}", self.path.display(), self.seed);
+        }
         let mut command = replay_command(&self.path, self.strategy, self.seed);
         if let Some(implementation) = &self.implementation {
             command.push_str(&format!(" --impl {}", shell_quote(implementation)));
@@ -131,7 +147,22 @@ pub fn run_case_with(
         outcome: None,
         implementation: None,
         divergence: None,
+        net: None,
     };
+    if loaded.scenario.net.is_some() {
+        let Some(mutations) = subject.reference_mutations() else {
+            report.verdict = Verdict::NotApplicable {
+                reason: "the networked world (`net`) runs the in-process reference only".into(),
+            };
+            return report;
+        };
+        let options = NetOptions {
+            seed,
+            mutations,
+            ..NetOptions::default()
+        };
+        return run_case_net(loaded, strategy, &options);
+    }
     let canonical = strategy == StrategyKind::Scripted;
     let outcome = match simulate_with(&loaded.scenario, subject, chooser, canonical) {
         Ok(outcome) => outcome,
@@ -163,6 +194,50 @@ pub fn run_case_with(
             report.outcome = Some(outcome);
             return report;
         }
+        let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+        violations.extend(check_expectations(&timeline));
+    }
+    report.verdict = if violations.is_empty() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed
+    };
+    report.violations = violations;
+    report.outcome = Some(outcome);
+    report
+}
+
+/// Runs one scenario in the networked world and judges it: every rule always; the scenario's
+/// own expectations too when no fault came from the seed and `strategy` is the canonical one.
+pub fn run_case_net(loaded: &LoadedScenario, strategy: StrategyKind, options: &NetOptions) -> CaseReport {
+    let mut report = CaseReport {
+        name: loaded.name.clone(),
+        path: loaded.path.clone(),
+        strategy,
+        seed: options.seed,
+        verdict: Verdict::Passed,
+        violations: Vec::new(),
+        outcome: None,
+        implementation: None,
+        divergence: None,
+        net: Some(NetInfo {
+            turmoil_seed: crate::net::turmoil_seed(options.seed),
+            seeded_faults: options.seeded_faults,
+        }),
+    };
+    let run = match crate::net::run_net(&loaded.scenario, options) {
+        Ok(run) => run,
+        Err(error) => {
+            report.verdict = Verdict::Broken(SubjectFailure::Protocol {
+                message: error.to_string(),
+            });
+            return report;
+        }
+    };
+    let outcome = run.outcome;
+    let scenario = &loaded.scenario;
+    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+    if strategy == StrategyKind::Scripted && !options.seeded_faults {
         let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
         violations.extend(check_expectations(&timeline));
     }

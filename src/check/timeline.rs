@@ -292,6 +292,8 @@ impl<'a> Timeline<'a> {
                     }
                 }
                 Event::End { pending, .. } => self.end = Some((line, pending)),
+                // The networked world's own events: the durability checkers read them directly.
+                Event::Net { .. } | Event::StoreOpened { .. } | Event::Reopened { .. } => {}
             }
         }
     }

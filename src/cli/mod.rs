@@ -1,9 +1,11 @@
 //! The command line: argument parsing and output formats. `main.rs` only calls [`main`].
 //!
 //! Exit codes: 0 every case passed; 1 a rule was violated; 2 bad input (scenario, flags);
-//! 3 the implementation crashed, hung or broke the protocol.
+//! 3 the implementation crashed, hung or broke the protocol. `check-session` uses the same
+//! numbers: 0 a clean session file, 1 any finding, 2 not a session file (or unreadable).
 
 mod bench;
+mod check_session;
 mod explore;
 mod external;
 mod matrix;
@@ -71,6 +73,9 @@ enum Command {
     Mutants(explore::MutantsArgs),
     /// Measure the kit's speed: schedules per second, scheduler overhead, exhaustive time.
     Bench(bench::BenchArgs),
+    /// Check a Pi session file (JSONL), read-only: lost header, orphans, cycles, tool calls
+    /// without results, entries between a call and its result, a torn last line.
+    CheckSession(check_session::CheckSessionArgs),
     /// Serve the reference Runtime as an adapter on stdin/stdout (the protocol of docs/protocol.md).
     Serve {
         /// Serve a deliberately broken reference.
@@ -160,6 +165,7 @@ pub fn main() -> ExitCode {
         Command::Explore(args) => explore::run_explore(args),
         Command::Mutants(args) => explore::run_mutants(args),
         Command::Bench(args) => bench::run_bench(args),
+        Command::CheckSession(args) => check_session::run_check_session(args),
         Command::Run {
             paths,
             strategy,

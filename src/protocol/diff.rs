@@ -240,7 +240,13 @@ pub fn normalize(trace: &Trace) -> Trace {
                     *effect = EffectId(effects.map(effect.0));
                 }
             }
-            Event::Restored { .. } | Event::RestoreFailed { .. } | Event::Deliver { .. } | Event::Settled { .. } => {}
+            Event::Restored { .. }
+            | Event::RestoreFailed { .. }
+            | Event::Deliver { .. }
+            | Event::Settled { .. }
+            | Event::Net { .. }
+            | Event::StoreOpened { .. }
+            | Event::Reopened { .. } => {}
         }
         normalized.push(event);
     }

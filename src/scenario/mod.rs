@@ -45,6 +45,97 @@ pub struct Scenario {
     pub operations: Vec<OperationSpec>,
     #[serde(default)]
     pub expect: Expectations,
+    /// Run in the networked world (`net`): the runtime, a store server and a model server on
+    /// turmoil hosts. Absent: the in-process scheduler.
+    #[serde(default)]
+    pub net: Option<NetPlan>,
+}
+
+/// The networked world's settings and its planned faults (`net`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NetPlan {
+    /// When the store server syncs the session file: `every-append` (before it answers) or `none`.
+    #[serde(default)]
+    pub sync: NetSync,
+    /// Per-message latency, drawn by turmoil between these bounds (milliseconds, at least 1:
+    /// at 0 ms an acknowledgement slips through a partition made in the same step).
+    #[serde(default = "default_latency_min")]
+    pub latency_min_ms: u64,
+    #[serde(default = "default_latency_max")]
+    pub latency_max_ms: u64,
+    /// How long the runtime waits for the store's answer before the append counts as failed.
+    #[serde(default = "default_store_timeout")]
+    pub store_timeout_ms: u64,
+    /// How long the runtime waits for the model before the request ends with stop reason error.
+    #[serde(default = "default_model_timeout")]
+    pub model_timeout_ms: u64,
+    #[serde(default)]
+    pub faults: Vec<NetFault>,
+}
+
+impl Default for NetPlan {
+    fn default() -> NetPlan {
+        NetPlan {
+            sync: NetSync::default(),
+            latency_min_ms: default_latency_min(),
+            latency_max_ms: default_latency_max(),
+            store_timeout_ms: default_store_timeout(),
+            model_timeout_ms: default_model_timeout(),
+            faults: Vec::new(),
+        }
+    }
+}
+
+fn default_latency_min() -> u64 {
+    1
+}
+
+fn default_latency_max() -> u64 {
+    5
+}
+
+fn default_store_timeout() -> u64 {
+    1_000
+}
+
+fn default_model_timeout() -> u64 {
+    10_000
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetSync {
+    #[default]
+    EveryAppend,
+    None,
+}
+
+/// One planned change of the networked world: when it starts (`after` a trace condition, or
+/// `atMs` of simulated time) and how long it lasts (`forMs`; absent: to the end of the run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NetFault {
+    pub kind: NetFaultKind,
+    #[serde(default)]
+    pub after: Option<After>,
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+    #[serde(default)]
+    pub for_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetFaultKind {
+    /// Messages between the runtime and the store are dropped; repaired after `forMs`.
+    PartitionStore,
+    /// Messages between the runtime and the store are held; released after `forMs`.
+    HoldStore,
+    /// Messages between the runtime and the model are dropped; repaired after `forMs`.
+    PartitionModel,
+    /// The store host crashes (unsynced writes are lost) and restarts after `forMs`.
+    CrashStore,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -448,6 +539,35 @@ fn at(path: &str, message: impl Into<String>) -> Problem {
 }
 
 /// Semantic checks serde cannot express.
+fn validate_net(net: &NetPlan) -> Result<(), Problem> {
+    if net.latency_min_ms == 0 {
+        return Err(at(
+            "net.latencyMinMs",
+            "must be at least 1: at 0 ms an acknowledgement slips through a partition made in the same step",
+        ));
+    }
+    if net.latency_max_ms < net.latency_min_ms {
+        return Err(at("net.latencyMaxMs", "must not be below net.latencyMinMs"));
+    }
+    if net.store_timeout_ms == 0 || net.model_timeout_ms == 0 {
+        let field = if net.store_timeout_ms == 0 {
+            "net.storeTimeoutMs"
+        } else {
+            "net.modelTimeoutMs"
+        };
+        return Err(at(field, "must be at least 1"));
+    }
+    for (index, fault) in net.faults.iter().enumerate() {
+        if fault.after.is_some() == fault.at_ms.is_some() {
+            return Err(at(
+                &format!("net.faults[{index}]"),
+                "give exactly one of `after` (a trace condition) and `atMs` (simulated time)",
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn validate(scenario: &Scenario, known_rules: &[&str]) -> Result<(), Problem> {
     if scenario.version != VERSION {
         return Err(at(
@@ -468,6 +588,9 @@ fn validate(scenario: &Scenario, known_rules: &[&str]) -> Result<(), Problem> {
                 format!("unknown rule ID `{rule}` (see conformance.md)"),
             ));
         }
+    }
+    if let Some(net) = &scenario.net {
+        validate_net(net)?;
     }
     let tool_names: Vec<&str> = scenario.tools.iter().map(|tool| tool.name.as_str()).collect();
     for (step_index, step) in scenario.model.iter().enumerate() {

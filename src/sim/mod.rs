@@ -42,6 +42,11 @@ pub trait Subject {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure>;
     /// Delivers one input and appends every effect produced until the subject is quiescent.
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure>;
+    /// The in-process reference's mutation switches; `None` for any other subject. Only the
+    /// reference can run in the networked world (`net`), where the runtime is a host's task.
+    fn reference_mutations(&self) -> Option<crate::runtime::Mutations> {
+        None
+    }
 }
 
 /// The subject could not be driven: a protocol breach, a crash, a hang (verdict "broken", exit
@@ -227,8 +232,9 @@ struct Pending {
     kind: PendingKind,
 }
 
+/// How many of each event happened so far: what `after` conditions test.
 #[derive(Debug, Clone, Default)]
-struct Counters {
+pub(crate) struct Counters {
     model_requests: u32,
     chunks: u32,
     tool_calls: u32,
@@ -240,7 +246,27 @@ struct Counters {
 }
 
 impl Counters {
-    fn holds(&self, after: After) -> bool {
+    /// Counts one event of a trace recorded elsewhere (the networked world).
+    pub(crate) fn observe(&mut self, event: &Event) {
+        match event {
+            Event::ModelRequest { .. } => self.model_requests += 1,
+            Event::ModelChunk { .. } => self.chunks += 1,
+            Event::ToolCall { .. } => self.tool_calls += 1,
+            Event::Hook { .. } => self.hooks += 1,
+            Event::Append { .. } => self.appends_issued += 1,
+            Event::AppendAnswer {
+                answer: crate::trace::AppendAnswer::Ok,
+                ..
+            } => self.appends_accepted += 1,
+            Event::Write { .. } => self.writes += 1,
+            Event::Settled { op, .. } => {
+                self.settled.insert(*op);
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn holds(&self, after: After) -> bool {
         match after {
             After::Settled(op) => self.settled.contains(&OpId(op)),
             After::ModelRequests(count) => self.model_requests >= count,
@@ -622,7 +648,8 @@ impl<'a> World<'a> {
     }
 }
 
-fn operation_input(op: OpId, operation: crate::trace::Operation) -> Input {
+/// The input that delivers `operation` as operation `op`.
+pub fn operation_input(op: OpId, operation: crate::trace::Operation) -> Input {
     use crate::trace::Operation;
     match operation {
         Operation::Prompt { text } => Input::Prompt { op, text },

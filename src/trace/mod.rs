@@ -73,6 +73,11 @@ pub enum AppendAnswer {
     AppliedThenFailed {
         cause: Cause,
     },
+    /// No answer came back (a timeout or a dropped connection in the networked world): the
+    /// entry may or may not be stored, and the runtime cannot tell which.
+    Lost {
+        cause: Cause,
+    },
 }
 
 impl AppendAnswer {
@@ -83,7 +88,48 @@ impl AppendAnswer {
     pub fn cause(&self) -> Option<&Cause> {
         match self {
             AppendAnswer::Ok => None,
-            AppendAnswer::Rejected { cause } | AppendAnswer::AppliedThenFailed { cause } => Some(cause),
+            AppendAnswer::Rejected { cause }
+            | AppendAnswer::AppliedThenFailed { cause }
+            | AppendAnswer::Lost { cause } => Some(cause),
+        }
+    }
+}
+
+/// A change the networked world made (`net`): between the runtime host and the store or model
+/// host, or to the store host itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NetChange {
+    Partition {
+        peer: String,
+    },
+    Repair {
+        peer: String,
+    },
+    Hold {
+        peer: String,
+    },
+    Release {
+        peer: String,
+    },
+    /// The store host crashed: its unsynced writes are gone.
+    Crash {
+        host: String,
+    },
+    Restart {
+        host: String,
+    },
+}
+
+impl NetChange {
+    pub fn describe(&self) -> String {
+        match self {
+            NetChange::Partition { peer } => format!("partition runtime<->{peer}"),
+            NetChange::Repair { peer } => format!("repair runtime<->{peer}"),
+            NetChange::Hold { peer } => format!("hold runtime<->{peer}"),
+            NetChange::Release { peer } => format!("release runtime<->{peer}"),
+            NetChange::Crash { host } => format!("crash {host}"),
+            NetChange::Restart { host } => format!("restart {host}"),
         }
     }
 }
@@ -161,6 +207,26 @@ pub enum Event {
     Settled {
         op: OpId,
         settlement: Settlement,
+    },
+    /// The networked world changed: a partition, a hold, a store crash or restart (`at_ms` is
+    /// simulated time).
+    Net {
+        at_ms: u64,
+        change: NetChange,
+    },
+    /// The store server opened its session file: how many entries it holds and the torn tail
+    /// it excluded (bytes), if any.
+    StoreOpened {
+        at_ms: u64,
+        entries: usize,
+        torn_bytes: Option<u64>,
+    },
+    /// After the run (and a restart, if the store crashed), a new runtime was restored from the
+    /// store's file at the last acknowledged leaf. `path` is the restored chain's entry ids.
+    Reopened {
+        leaf: Option<String>,
+        stored: Vec<String>,
+        outcome: Result<Vec<String>, Cause>,
     },
     /// The run ended: nothing was enabled. `pending` effects never completed; `undelivered`
     /// operations never had their `after` condition hold.
@@ -277,6 +343,7 @@ fn describe(event: &Event) -> (String, &'static str, String) {
                 AppendAnswer::Ok => "ok".to_string(),
                 AppendAnswer::Rejected { cause } => format!("rejected {cause}"),
                 AppendAnswer::AppliedThenFailed { cause } => format!("applied_then_failed {cause}"),
+                AppendAnswer::Lost { cause } => format!("lost {cause}"),
             };
             (effect.to_string(), "complete", detail)
         }
@@ -291,6 +358,32 @@ fn describe(event: &Event) -> (String, &'static str, String) {
         ),
         Event::AbortSignal { signal } => (signal.to_string(), "abort_signal", String::new()),
         Event::Settled { op, settlement } => (op.to_string(), "settled", describe_settlement(settlement)),
+        Event::Net { at_ms, change } => ("-".into(), "net", format!("t={at_ms}ms {}", change.describe())),
+        Event::StoreOpened {
+            at_ms,
+            entries,
+            torn_bytes,
+        } => (
+            "-".into(),
+            "store_opened",
+            match torn_bytes {
+                None => format!("t={at_ms}ms entries={entries}"),
+                Some(bytes) => format!("t={at_ms}ms entries={entries} torn_tail_excluded={bytes}B"),
+            },
+        ),
+        Event::Reopened { leaf, stored, outcome } => (
+            "-".into(),
+            "reopened",
+            format!(
+                "leaf={} stored={} {}",
+                leaf.as_deref().unwrap_or("null"),
+                stored.len(),
+                match outcome {
+                    Ok(path) => format!("path=[{}]", path.join(",")),
+                    Err(cause) => format!("failed {cause}"),
+                }
+            ),
+        ),
         Event::End { pending, undelivered } => {
             let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();
             let undelivered: Vec<String> = undelivered.iter().map(ToString::to_string).collect();

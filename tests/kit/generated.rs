@@ -219,6 +219,7 @@ prop_compose! {
             faults: FaultPlan { appends: faults, writes: Vec::new() },
             operations: specs,
             expect: Expectations::default(),
+            net: None,
         }
     }
 }

@@ -1,0 +1,483 @@
+//! The async shell: the sans-IO reference Runtime behind `async` calls, for Rust programs that
+//! embed it and for the networked world (`net`).
+//!
+//! One task (the *driver*) owns the [`Runtime`]. Calls (`prompt`, `flush`, `dispose`, ...) and
+//! the answers of effects reach it through one channel, so the core sees one input at a time,
+//! in the order the driver received them. Every effect the core produces is served by one of
+//! four `dyn` seams, each answer arriving back on the same channel:
+//!
+//! - [`ModelService`]: a model request, streamed (chunks, then the final message);
+//! - [`StoreService`]: one append to the Session Store;
+//! - [`ToolService`]: the core executor and the extension hooks around it;
+//! - [`OutputService`]: a mode's output sink.
+//!
+//! The shell holds no policy of its own: queueing, persistence order, poison and disposal are
+//! the core's. It adds exactly what IO needs: an abort signal a service can await, and an
+//! [`Observer`] that sees every step as a trace [`Event`], in the order the core saw it.
+//!
+//! Futures are not `Send`: the shell runs on a `tokio::task::LocalSet` (turmoil's hosts are
+//! one), which keeps the driver single-threaded and its order deterministic.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::model::{AssistantMessage, SessionEntry, ToolCall, ToolResultMessage};
+use crate::runtime::{
+    Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, ModelRequest, OpId, OpValue, RunResult, Runtime,
+    Settlement, StoreOutcome, ToolOutcome,
+};
+use crate::trace::{AppendAnswer, Event, Operation};
+
+/// A boxed future a service returns; it runs on the shell's `LocalSet`.
+pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// The abort signal of one agent run, as a service sees it.
+#[derive(Debug, Clone)]
+pub struct AbortSignal {
+    fired: watch::Receiver<bool>,
+}
+
+impl AbortSignal {
+    pub fn is_aborted(&self) -> bool {
+        *self.fired.borrow()
+    }
+
+    /// Completes when the signal fires (never, if the run ends without an abort).
+    pub async fn aborted(&mut self) {
+        if self.fired.wait_for(|fired| *fired).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Where a streaming model sends its text deltas.
+#[derive(Debug, Clone)]
+pub struct ChunkSink {
+    effect: EffectId,
+    channel: mpsc::UnboundedSender<Message>,
+}
+
+impl ChunkSink {
+    pub fn send(&self, text: String) {
+        // A closed channel means the driver is gone; nothing is waiting for the chunk.
+        let _ = self.channel.send(Message::Chunk {
+            effect: self.effect,
+            text,
+        });
+    }
+}
+
+/// The model seam. The returned message is final: a transport failure is the service's to
+/// turn into an assistant message with stop reason `error` (or `aborted`, once `abort` fired).
+pub trait ModelService {
+    fn stream(&self, request: ModelRequest, abort: AbortSignal, chunks: ChunkSink) -> LocalFuture<AssistantMessage>;
+}
+
+/// Why an append failed, and whether the entry may be stored anyway.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendFailure {
+    pub cause: Cause,
+    pub applied: Applied,
+}
+
+/// What the store side knows about a failed append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The store said no: the entry is not stored.
+    No,
+    /// The store stored it and then reported a failure.
+    Yes,
+    /// No answer arrived (a timeout, a dropped connection): nobody on this side can know.
+    Unknown,
+}
+
+/// The Session Store seam: one append, answered once.
+pub trait StoreService {
+    fn append(&self, entry: SessionEntry) -> LocalFuture<Result<(), AppendFailure>>;
+}
+
+/// The tool seam: the core executor and the extension host's hooks.
+pub trait ToolService {
+    fn call(&self, call: ToolCall, abort: AbortSignal) -> LocalFuture<ToolOutcome>;
+    fn hook(
+        &self,
+        extension: String,
+        phase: HookPhase,
+        call: ToolCall,
+        result: Option<ToolResultMessage>,
+    ) -> LocalFuture<HookOutcome>;
+}
+
+/// A mode's output sink.
+pub trait OutputService {
+    fn write(&self, text: String) -> LocalFuture<Result<(), Cause>>;
+}
+
+/// Sees every step of the driver as a trace event, in the core's order.
+pub trait Observer {
+    fn event(&self, event: Event);
+}
+
+/// The four seams and an optional observer.
+#[derive(Clone)]
+pub struct Services {
+    pub model: Rc<dyn ModelService>,
+    pub store: Rc<dyn StoreService>,
+    pub tools: Rc<dyn ToolService>,
+    pub output: Rc<dyn OutputService>,
+    pub observer: Option<Rc<dyn Observer>>,
+}
+
+/// What the driver receives.
+#[derive(Debug)]
+pub enum Message {
+    Call {
+        operation: Operation,
+        reply: oneshot::Sender<Settlement>,
+    },
+    Chunk {
+        effect: EffectId,
+        text: String,
+    },
+    Done {
+        effect: EffectId,
+        completion: Completion,
+        answer: Event,
+    },
+    /// The last handle was dropped: the driver ends once no call and no effect is pending.
+    Closed,
+}
+
+/// A handle to a running shell. Clones share the runtime; calls from clones queue in the order
+/// they reach the driver.
+#[derive(Debug, Clone)]
+pub struct Shell {
+    inner: Rc<Handle>,
+}
+
+#[derive(Debug)]
+struct Handle {
+    channel: mpsc::UnboundedSender<Message>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let _ = self.channel.send(Message::Closed);
+    }
+}
+
+/// The driver ended before it settled the call (it was dropped with its `LocalSet`).
+pub fn shell_gone() -> Cause {
+    Cause::new("shell.gone", "the runtime's driver stopped before the call settled")
+}
+
+impl Shell {
+    /// Starts the driver for `runtime` on the current `LocalSet` and returns its handle. The
+    /// driver ends when every handle is dropped and no call or effect is pending; it returns
+    /// the runtime, so a caller can inspect its final state.
+    pub fn spawn(runtime: Runtime, services: Services) -> (Shell, tokio::task::JoinHandle<Runtime>) {
+        let (channel, inbox) = mpsc::unbounded_channel();
+        let driver = Driver {
+            runtime,
+            services,
+            inbox,
+            channel: channel.clone(),
+            replies: BTreeMap::new(),
+            signals: BTreeMap::new(),
+            next_op: 1,
+            closed: false,
+        };
+        let handle = tokio::task::spawn_local(driver.run());
+        (
+            Shell {
+                inner: Rc::new(Handle { channel }),
+            },
+            handle,
+        )
+    }
+
+    /// Any operation; the settlement is the core's, unchanged.
+    pub async fn call(&self, operation: Operation) -> Settlement {
+        let (reply, answer) = oneshot::channel();
+        if self.inner.channel.send(Message::Call { operation, reply }).is_err() {
+            return Settlement::Rejected(shell_gone());
+        }
+        answer.await.unwrap_or_else(|_| Settlement::Rejected(shell_gone()))
+    }
+
+    /// `prompt(text)`: resolves with a copy of the run's result once the store accepted all of it.
+    pub async fn prompt(&self, text: impl Into<String>) -> Result<RunResult, Cause> {
+        match self.call(Operation::Prompt { text: text.into() }).await {
+            Settlement::Resolved(OpValue::Run(result)) => Ok(result),
+            Settlement::Resolved(other) => Err(unexpected_value(&other)),
+            Settlement::Rejected(cause) => Err(cause),
+        }
+    }
+
+    /// `flush()`: waits for the queue's tail and reports poison.
+    pub async fn flush(&self) -> Result<(), Cause> {
+        unit(self.call(Operation::Flush).await)
+    }
+
+    /// `dispose()`: closes the runtime to new work and waits for the work accepted before.
+    pub async fn dispose(&self) -> Result<(), Cause> {
+        unit(self.call(Operation::Dispose).await)
+    }
+
+    pub async fn steer(&self, text: impl Into<String>) -> Result<(), Cause> {
+        unit(self.call(Operation::Steer { text: text.into() }).await)
+    }
+
+    pub async fn follow_up(&self, text: impl Into<String>) -> Result<(), Cause> {
+        unit(self.call(Operation::FollowUp { text: text.into() }).await)
+    }
+
+    pub async fn abort(&self) -> Result<(), Cause> {
+        unit(self.call(Operation::Abort).await)
+    }
+}
+
+fn unit(settlement: Settlement) -> Result<(), Cause> {
+    match settlement {
+        Settlement::Resolved(OpValue::Unit) => Ok(()),
+        Settlement::Resolved(other) => Err(unexpected_value(&other)),
+        Settlement::Rejected(cause) => Err(cause),
+    }
+}
+
+fn unexpected_value(value: &OpValue) -> Cause {
+    Cause::new(
+        "shell.unexpected_value",
+        format!("the runtime resolved with {value:?} where the call expects another shape"),
+    )
+}
+
+struct Driver {
+    runtime: Runtime,
+    services: Services,
+    inbox: mpsc::UnboundedReceiver<Message>,
+    /// For the effect tasks.
+    channel: mpsc::UnboundedSender<Message>,
+    replies: BTreeMap<OpId, oneshot::Sender<Settlement>>,
+    signals: BTreeMap<crate::runtime::SignalId, watch::Sender<bool>>,
+    next_op: u32,
+    /// Every handle is gone.
+    closed: bool,
+}
+
+impl Driver {
+    async fn run(mut self) -> Runtime {
+        while let Some(message) = self.inbox.recv().await {
+            let input = match message {
+                Message::Call { operation, reply } => {
+                    let op = OpId(self.next_op);
+                    self.next_op += 1;
+                    self.replies.insert(op, reply);
+                    self.observe(Event::Deliver {
+                        op,
+                        operation: operation.clone(),
+                    });
+                    crate::sim::operation_input(op, operation)
+                }
+                Message::Chunk { effect, text } => {
+                    self.observe(Event::ModelChunk {
+                        effect,
+                        text: text.clone(),
+                    });
+                    Completion::ModelChunk { text }.into_input(effect)
+                }
+                Message::Done {
+                    effect,
+                    completion,
+                    answer,
+                } => {
+                    self.observe(answer);
+                    completion.into_input(effect)
+                }
+                Message::Closed => {
+                    self.closed = true;
+                    if self.is_idle() {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            // Every input the driver builds names a pending effect of the right kind: a
+            // mismatch is a bug of the shell, not of the world.
+            self.runtime
+                .handle_input(input)
+                .expect("the shell completes only the runtime's pending effects");
+            while let Some(effect) = self.runtime.poll_effect() {
+                self.serve(effect);
+            }
+            if self.closed && self.is_idle() {
+                break;
+            }
+        }
+        self.runtime
+    }
+
+    /// No call waits for its settlement and no effect for its answer.
+    fn is_idle(&self) -> bool {
+        self.replies.is_empty() && self.runtime.pending_effects().is_empty()
+    }
+
+    fn observe(&self, event: Event) {
+        if let Some(observer) = &self.services.observer {
+            observer.event(event);
+        }
+    }
+
+    fn signal(&mut self, signal: crate::runtime::SignalId) -> AbortSignal {
+        let sender = self.signals.entry(signal).or_insert_with(|| watch::channel(false).0);
+        AbortSignal {
+            fired: sender.subscribe(),
+        }
+    }
+
+    /// Starts serving one effect; its answer comes back as a `Message::Done`.
+    fn serve(&mut self, effect: Effect) {
+        match effect {
+            Effect::ModelRequest {
+                effect,
+                signal,
+                request,
+            } => {
+                self.observe(Event::ModelRequest {
+                    effect,
+                    signal,
+                    system_prompt: request.system_prompt.clone(),
+                    messages: request.messages.clone(),
+                    tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
+                });
+                let abort = self.signal(signal);
+                let chunks = ChunkSink {
+                    effect,
+                    channel: self.channel.clone(),
+                };
+                let future = self.services.model.stream(request, abort, chunks);
+                self.answer(effect, async move {
+                    let message = future.await;
+                    let answer = Event::ModelResponse {
+                        effect,
+                        message: message.clone(),
+                    };
+                    (Completion::ModelFinal { message }, answer)
+                });
+            }
+            Effect::ToolCall { effect, signal, call } => {
+                self.observe(Event::ToolCall {
+                    effect,
+                    signal,
+                    call: call.clone(),
+                });
+                let abort = self.signal(signal);
+                let future = self.services.tools.call(call, abort);
+                self.answer(effect, async move {
+                    let outcome = future.await;
+                    let answer = Event::ToolAnswer {
+                        effect,
+                        answer: outcome.clone(),
+                    };
+                    (Completion::Tool(outcome), answer)
+                });
+            }
+            Effect::Hook {
+                effect,
+                extension,
+                phase,
+                call,
+                result,
+            } => {
+                self.observe(Event::Hook {
+                    effect,
+                    extension: extension.clone(),
+                    phase,
+                    call: call.clone(),
+                    result: result.clone(),
+                });
+                let future = self.services.tools.hook(extension, phase, call, result);
+                self.answer(effect, async move {
+                    let outcome = future.await;
+                    let answer = Event::HookAnswer {
+                        effect,
+                        answer: outcome.clone(),
+                    };
+                    (Completion::Hook(outcome), answer)
+                });
+            }
+            Effect::Append { effect, entry } => {
+                self.observe(Event::Append {
+                    effect,
+                    entry: entry.clone(),
+                });
+                let future = self.services.store.append(entry);
+                self.answer(effect, async move {
+                    let (outcome, answer) = match future.await {
+                        Ok(()) => (StoreOutcome::Ok, AppendAnswer::Ok),
+                        Err(AppendFailure { cause, applied }) => {
+                            let answer = match applied {
+                                Applied::No => AppendAnswer::Rejected { cause: cause.clone() },
+                                Applied::Yes => AppendAnswer::AppliedThenFailed { cause: cause.clone() },
+                                Applied::Unknown => AppendAnswer::Lost { cause: cause.clone() },
+                            };
+                            (StoreOutcome::Failed(cause), answer)
+                        }
+                    };
+                    (Completion::Append(outcome), Event::AppendAnswer { effect, answer })
+                });
+            }
+            Effect::Write { effect, text } => {
+                self.observe(Event::Write {
+                    effect,
+                    text: text.clone(),
+                });
+                let future = self.services.output.write(text);
+                self.answer(effect, async move {
+                    let result = future.await;
+                    let answer = Event::WriteAnswer {
+                        effect,
+                        error: result.clone().err(),
+                    };
+                    let outcome = match result {
+                        Ok(()) => StoreOutcome::Ok,
+                        Err(cause) => StoreOutcome::Failed(cause),
+                    };
+                    (Completion::Write(outcome), answer)
+                });
+            }
+            Effect::AbortSignal { signal } => {
+                self.observe(Event::AbortSignal { signal });
+                let sender = self.signals.entry(signal).or_insert_with(|| watch::channel(false).0);
+                sender.send_replace(true);
+            }
+            Effect::Settled { op, settlement } => {
+                self.observe(Event::Settled {
+                    op,
+                    settlement: settlement.clone(),
+                });
+                if let Some(reply) = self.replies.remove(&op) {
+                    // The caller may have stopped waiting; the settlement is in the trace.
+                    let _ = reply.send(settlement);
+                }
+            }
+        }
+    }
+
+    /// Runs `work` on the `LocalSet` and sends its answer to the driver.
+    fn answer(&self, effect: EffectId, work: impl Future<Output = (Completion, Event)> + 'static) {
+        let channel = self.channel.clone();
+        tokio::task::spawn_local(async move {
+            let (completion, answer) = work.await;
+            let _ = channel.send(Message::Done {
+                effect,
+                completion,
+                answer,
+            });
+        });
+    }
+}

@@ -1,0 +1,28 @@
+//! Pi's JSONL session file on disk: read it with line numbers, judge it, append to it.
+//!
+//! - [`file`]: parsing bytes into raw records (header, entries, a torn last line) with stable
+//!   error codes for what is not a session file at all, and [`FileStore`], the append-only
+//!   store over a [`Disk`].
+//! - [`check`]: [`check_session`], one finding per problem of a parsed file (lost header,
+//!   orphans, cycles, tool calls without results, entries between a call and its result, a torn
+//!   tail), for `agentsim check-session`.
+//! - [`disk`]: the four disk operations, on the real filesystem ([`RealDisk`]) or on turmoil's
+//!   simulated one ([`SimDisk`]), where a crash discards unsynced writes.
+//!
+//! Invariants: checking never writes; the store writes only whole `\n`-terminated lines and cuts
+//! a torn tail off before appending; neither ever panics on what a file holds. The store does not
+//! validate the tree it appends to; the checks do.
+
+pub mod check;
+pub mod disk;
+pub mod file;
+
+#[cfg(test)]
+mod tests;
+
+pub use check::{check_session, FindingCode, SessionFinding};
+pub use disk::{Disk, RealDisk, SimDisk};
+pub use file::{
+    is_pi_record, parse_session, parse_session_from, FileStore, Limits, Opened, ParsedSession, Record,
+    SessionFileError, StoreError, SyncPolicy, TornTail, LINE_BYTES_MAX_DEFAULT,
+};
