@@ -60,4 +60,8 @@ pub const RULE_IDS: &[&str] = &[
     "AGENT-5",
     "AGENT-6",
     "AGENT-7",
+    "DURABLE-1",
+    "DURABLE-2",
+    "DURABLE-3",
+    "DURABLE-4",
 ];

@@ -7,6 +7,7 @@
 
 mod agent;
 mod context;
+mod durable;
 pub mod expect;
 mod ids;
 mod life;
@@ -130,6 +131,10 @@ pub fn catalogue() -> &'static [Rule] {
         "AGENT-5" => agent::agent_5,
         "AGENT-6" => agent::agent_6,
         "AGENT-7" => agent::agent_7,
+        "DURABLE-1" => durable::durable_1,
+        "DURABLE-2" => durable::durable_2,
+        "DURABLE-3" => durable::durable_3,
+        "DURABLE-4" => durable::durable_4,
     ]
 }
 

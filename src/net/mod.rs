@@ -139,7 +139,8 @@ struct Episode {
 
 #[derive(Debug, Clone, Copy)]
 enum Trigger {
-    After(crate::scenario::After),
+    /// When the condition first holds, plus a delay.
+    After(crate::scenario::After, u64),
     AtMs(u64),
     AtStep(u64),
 }
@@ -230,7 +231,7 @@ pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetE
         .map(|fault| Episode {
             kind: fault.kind,
             trigger: match (fault.after, fault.at_ms) {
-                (Some(after), _) => Trigger::After(after),
+                (Some(after), _) => Trigger::After(after, fault.delay_ms),
                 (None, at_ms) => Trigger::AtMs(at_ms.unwrap_or(0)),
             },
             for_ms: fault.for_ms,
@@ -290,8 +291,13 @@ fn drive_episodes(sim: &mut turmoil::Sim<'_>, shared: &Shared, episodes: &mut [E
     let now = sim.elapsed().as_millis() as u64;
     for episode in episodes.iter_mut() {
         if episode.state == EpisodeState::Waiting && !finish {
+            if let Trigger::After(after, delay) = episode.trigger {
+                if delay > 0 && shared.borrow().counters.holds(after) {
+                    episode.trigger = Trigger::AtMs(now + delay);
+                }
+            }
             let due = match episode.trigger {
-                Trigger::After(after) => shared.borrow().counters.holds(after),
+                Trigger::After(after, _) => shared.borrow().counters.holds(after),
                 Trigger::AtMs(at) => now >= at,
                 Trigger::AtStep(at) => step >= at,
             };

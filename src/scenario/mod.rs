@@ -121,6 +121,10 @@ pub struct NetFault {
     pub after: Option<After>,
     #[serde(default)]
     pub at_ms: Option<u64>,
+    /// Starts this long after `after` first holds (simulated milliseconds): with a fixed
+    /// latency, this can land a fault between the store applying an append and its answer.
+    #[serde(default)]
+    pub delay_ms: u64,
     #[serde(default)]
     pub for_ms: Option<u64>,
 }

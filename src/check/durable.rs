@@ -1,0 +1,233 @@
+//! DURABLE: what survives the network and a crash (the networked world, `net`).
+//!
+//! These rules read the world's own events: `reopened` (the session file read back after the
+//! run and a new runtime restored from it at the last acknowledged leaf), `store_opened` and
+//! `net`. A trace without them (the in-process scheduler) holds every DURABLE rule trivially.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::SessionEntry;
+use crate::runtime::{Cause, Settlement};
+use crate::scenario::NetSync;
+use crate::trace::{AppendAnswer, Event};
+
+use super::timeline::{Line, Timeline};
+use super::Violation;
+
+/// The `reopened` event: its line, the leaf, the stored ids and the restore's outcome.
+type ReopenedRef<'a> = (Line, Option<&'a str>, &'a [String], &'a Result<Vec<String>, Cause>);
+
+fn reopened<'a>(timeline: &Timeline<'a>) -> Option<ReopenedRef<'a>> {
+    timeline
+        .events
+        .iter()
+        .enumerate()
+        .find_map(|(line, event)| match event {
+            Event::Reopened { leaf, stored, outcome } => Some((line, leaf.as_deref(), stored.as_slice(), outcome)),
+            _ => None,
+        })
+}
+
+/// Whether the store syncs before it acknowledges: the premise of DURABLE-1 and DURABLE-2.
+fn syncs_every_append(timeline: &Timeline<'_>) -> bool {
+    timeline
+        .scenario
+        .net
+        .as_ref()
+        .is_some_and(|net| net.sync == NetSync::EveryAppend)
+}
+
+/// Appends with their entries and answers, in issue order.
+fn appends<'a>(timeline: &Timeline<'a>) -> Vec<(Line, &'a SessionEntry, Option<(Line, &'a AppendAnswer)>)> {
+    timeline
+        .appends
+        .iter()
+        .map(|append| (append.line, append.entry, append.answer))
+        .collect()
+}
+
+/// DURABLE-1: with sync on, no acknowledged entry is lost, whatever crashed.
+pub fn durable_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((line, _, stored, _)) = reopened(timeline) else {
+        return Vec::new();
+    };
+    if !syncs_every_append(timeline) {
+        return Vec::new();
+    }
+    let stored: BTreeSet<&str> = stored.iter().map(String::as_str).collect();
+    appends(timeline)
+        .into_iter()
+        .filter(|(_, _, answer)| matches!(answer, Some((_, AppendAnswer::Ok))))
+        .filter(|(_, entry, _)| !stored.contains(entry.id.as_str()))
+        .map(|(append_line, entry, answer)| {
+            let acked = answer.map(|(at, _)| at).unwrap_or(append_line);
+            Violation::new(
+                "DURABLE-1",
+                &[append_line, acked, line],
+                format!(
+                    "entry `{}` was acknowledged but the session file read back does not hold it",
+                    entry.id
+                ),
+            )
+        })
+        .collect()
+}
+
+/// DURABLE-2: a new runtime restored from the file at the last acknowledged leaf gets exactly
+/// the acknowledged chain.
+pub fn durable_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((line, leaf, _, outcome)) = reopened(timeline) else {
+        return Vec::new();
+    };
+    if !syncs_every_append(timeline) {
+        return Vec::new();
+    }
+    // The chain a caller expects: the session's tree plus every acknowledged append, from the
+    // last acknowledged leaf.
+    let expected: Vec<String> = timeline
+        .active_path_at(line)
+        .unwrap_or_default()
+        .iter()
+        .map(|entry| entry.id.clone())
+        .collect();
+    let leaf = leaf.unwrap_or("null");
+    match outcome {
+        Err(cause) => vec![Violation::new(
+            "DURABLE-2",
+            &[line],
+            format!("a new runtime could not be restored from the file at leaf `{leaf}`: {cause}"),
+        )],
+        Ok(path) if *path != expected => vec![Violation::new(
+            "DURABLE-2",
+            &[line],
+            format!(
+                "restored at `{leaf}`, the file gives the chain [{}]; the acknowledged chain is [{}]",
+                path.join(","),
+                expected.join(",")
+            ),
+        )],
+        Ok(_) => Vec::new(),
+    }
+}
+
+/// DURABLE-3: an append whose answer was lost poisons the runtime with that cause, and the file
+/// read back is a valid tree: unique ids, every parent present, one appended child per parent.
+pub fn durable_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for append in &timeline.appends {
+        let Some((answered, AppendAnswer::Lost { cause })) = append.answer else {
+            continue;
+        };
+        let Some(info) = append.op.and_then(|op| timeline.op(op)) else {
+            continue;
+        };
+        match info.settled {
+            Some((_, Settlement::Rejected(got))) if got == cause => {}
+            Some((settled, settlement)) => violations.push(Violation::new(
+                "DURABLE-3",
+                &[answered, settled],
+                format!(
+                    "the answer to `{}` was lost ({cause}), but {} settled {}",
+                    append.entry.id,
+                    info.op,
+                    crate::trace::describe_settlement(settlement)
+                ),
+            )),
+            None => {}
+        }
+        for later in timeline.appends.iter().filter(|later| later.line > answered) {
+            violations.push(Violation::new(
+                "DURABLE-3",
+                &[answered, later.line],
+                format!(
+                    "append of `{}` after the answer to `{}` was lost: an ambiguous append must not be retried or followed",
+                    later.entry.id, append.entry.id
+                ),
+            ));
+        }
+    }
+    let Some((line, _, stored, _)) = reopened(timeline) else {
+        return violations;
+    };
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for id in stored {
+        *seen.entry(id.as_str()).or_default() += 1;
+    }
+    for (id, count) in &seen {
+        if *count > 1 {
+            violations.push(Violation::new(
+                "DURABLE-3",
+                &[line],
+                format!("the session file holds {count} entries with id `{id}`"),
+            ));
+        }
+    }
+    let appended: BTreeSet<&str> = timeline.appends.iter().map(|append| append.entry.id.as_str()).collect();
+    let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for entry in timeline.store {
+        if let Some(parent) = entry.parent_id.as_deref() {
+            if !seen.contains_key(parent) {
+                violations.push(Violation::new(
+                    "DURABLE-3",
+                    &[line],
+                    format!(
+                        "stored entry `{}` names parent `{parent}`, which the file does not hold",
+                        entry.id
+                    ),
+                ));
+            }
+            if appended.contains(entry.id.as_str()) {
+                children.entry(parent).or_default().push(&entry.id);
+            }
+        }
+    }
+    for (parent, ids) in children {
+        if ids.len() > 1 {
+            violations.push(Violation::new(
+                "DURABLE-3",
+                &[line],
+                format!(
+                    "`{parent}` has {} appended children ({}): a retry wrote a second copy",
+                    ids.len(),
+                    ids.join(", ")
+                ),
+            ));
+        }
+    }
+    violations
+}
+
+/// DURABLE-4: the file stays readable across crashes: a torn last line is excluded when the
+/// store reopens it, never merged with the next append, and the file read back parses.
+pub fn durable_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let Some((line, _, _, outcome)) = reopened(timeline) else {
+        return Vec::new();
+    };
+    match outcome {
+        Err(cause) if cause.code.starts_with("session.") || cause.code.starts_with("store.") => {
+            let torn: Vec<Line> = timeline
+                .events
+                .iter()
+                .enumerate()
+                .filter(|(_, event)| {
+                    matches!(
+                        event,
+                        Event::StoreOpened {
+                            torn_bytes: Some(_),
+                            ..
+                        }
+                    )
+                })
+                .map(|(at, _)| at)
+                .collect();
+            let mut lines = torn;
+            lines.push(line);
+            vec![Violation::new(
+                "DURABLE-4",
+                &lines,
+                format!("the session file could not be read back: {cause}"),
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
