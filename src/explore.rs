@@ -27,6 +27,8 @@ pub struct ExploreConfig {
     pub shard: (u64, u64),
     pub time_limit: Option<Duration>,
     pub check_determinism: bool,
+    /// `Net`: every seed runs in the networked world, with faults drawn from it.
+    pub world: crate::suite::WorldKind,
 }
 
 /// One schedule that broke a rule (or was not deterministic, or broke the subject).
@@ -124,6 +126,11 @@ pub fn explore(
                             if timed_out() {
                                 break;
                             }
+                            if config.world == crate::suite::WorldKind::Net {
+                                run_net_one(loaded, seed, config.check_determinism, make_subject, &mut summary);
+                                progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
+                                continue;
+                            }
                             run_one(
                                 loaded,
                                 strategy,
@@ -154,6 +161,61 @@ pub fn explore(
         total.enumerations.extend(summary.enumerations);
     }
     total
+}
+
+/// One seed in the networked world: the scenario's faults plus those drawn from the seed.
+fn run_net_one(
+    loaded: &LoadedScenario,
+    seed: u64,
+    check_determinism: bool,
+    make_subject: SubjectFactory<'_>,
+    summary: &mut ExploreSummary,
+) {
+    let options = crate::net::NetOptions {
+        seed,
+        seeded_faults: true,
+        mutations: make_subject().reference_mutations().unwrap_or_default(),
+        ..crate::net::NetOptions::default()
+    };
+    let replay = format!("agentsim replay {} --world net --seed {seed}", loaded.path.display());
+    let outcome = match crate::net::run_net(&loaded.scenario, &options) {
+        Ok(run) => run.outcome,
+        Err(error) => {
+            summary.failed += 1;
+            summary.failures.push(ExploreFailure {
+                scenario: loaded.name.clone(),
+                replay,
+                violations: Vec::new(),
+                broken: Some(SubjectFailure::Protocol {
+                    message: error.to_string(),
+                }),
+            });
+            return;
+        }
+    };
+    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+    if check_determinism {
+        let same = crate::net::run_net(&loaded.scenario, &options)
+            .is_ok_and(|again| again.outcome.trace.render() == outcome.trace.render());
+        if !same {
+            violations.push(Violation {
+                rule: "determinism".into(),
+                lines: Vec::new(),
+                message: "the same seed, run again in the networked world, gave a different trace".into(),
+            });
+        }
+    }
+    if violations.is_empty() {
+        summary.passed += 1;
+    } else {
+        summary.failed += 1;
+        summary.failures.push(ExploreFailure {
+            scenario: loaded.name.clone(),
+            replay,
+            violations,
+            broken: None,
+        });
+    }
 }
 
 /// One schedule: `seed` for random/pct, or a fixed choice sequence.

@@ -44,6 +44,15 @@ pub struct CaseReport {
     pub net: Option<NetInfo>,
 }
 
+/// Where a scenario runs: the in-process scheduler (a scenario with a `net` block runs in the
+/// networked world anyway), or the networked world with faults drawn from the seed as well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WorldKind {
+    #[default]
+    Sim,
+    Net,
+}
+
 /// How a case ran in the networked world.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetInfo {

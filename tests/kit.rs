@@ -4,16 +4,21 @@
 //! `runtime` the other runtime behaviours; `session_file` the round trip of a Pi session file.
 //! Everything goes through the small deterministic `driver`. `tidy` keeps conformance.md, the
 //! checkers and the scenarios in step; `bad_input` runs the CLI on broken scenario files;
-//! `protocol` drives `agentsim serve` and hostile adapters through the adapter protocol.
+//! `protocol` drives `agentsim serve` and hostile adapters through the adapter protocol;
+//! `check_session` runs `agentsim check-session` on the session files of tests/fixtures/sessions.
 
 #[path = "kit/bad_input.rs"]
 mod bad_input;
+#[path = "kit/check_session.rs"]
+mod check_session;
 #[path = "kit/driver.rs"]
 mod driver;
 #[path = "kit/generated.rs"]
 mod generated;
 #[path = "kit/lab13.rs"]
 mod lab13;
+#[path = "kit/net.rs"]
+mod net;
 #[path = "kit/protocol.rs"]
 mod protocol;
 #[path = "kit/runtime.rs"]

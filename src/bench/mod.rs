@@ -60,6 +60,27 @@ pub fn schedules_per_second(scenario: &Scenario, window: Duration, check: bool) 
     })
 }
 
+/// Seeds of `scenario` in the networked world (turmoil hosts, JSON-lines RPC, seeded latency
+/// and faults), every rule checked on each trace: the same work as `schedules_per_second`
+/// with `check`, through a simulated network and disk.
+pub fn networked_per_second(scenario: &Scenario, window: Duration) -> Rate {
+    measure(window, |seed| {
+        let options = crate::net::NetOptions {
+            seed,
+            seeded_faults: true,
+            ..crate::net::NetOptions::default()
+        };
+        let outcome = crate::net::run_net(scenario, &options)
+            .expect("the networked world runs")
+            .outcome;
+        let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+        assert!(
+            violations.is_empty(),
+            "the reference violated a rule in the networked world, seed {seed}"
+        );
+    })
+}
+
 /// The bare core: restore, deliver the operations in order, answer every effect at once.
 pub fn bare_core_per_second(scenario: &Scenario, window: Duration) -> Rate {
     measure(window, |_| bare_run(scenario))

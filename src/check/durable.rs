@@ -37,8 +37,11 @@ fn syncs_every_append(timeline: &Timeline<'_>) -> bool {
         .is_some_and(|net| net.sync == NetSync::EveryAppend)
 }
 
+/// One append: its line, its entry and its answer (line and answer), if any.
+type AppendRef<'a> = (Line, &'a SessionEntry, Option<(Line, &'a AppendAnswer)>);
+
 /// Appends with their entries and answers, in issue order.
-fn appends<'a>(timeline: &Timeline<'a>) -> Vec<(Line, &'a SessionEntry, Option<(Line, &'a AppendAnswer)>)> {
+fn appends<'a>(timeline: &Timeline<'a>) -> Vec<AppendRef<'a>> {
     timeline
         .appends
         .iter()
@@ -149,11 +152,14 @@ pub fn durable_3(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((line, _, stored, _)) = reopened(timeline) else {
         return violations;
     };
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for id in stored {
-        *seen.entry(id.as_str()).or_default() += 1;
+    // Judge what the runtime added: a broken initial session is RESTORE/PATH's business.
+    let appended: BTreeSet<&str> = timeline.appends.iter().map(|append| append.entry.id.as_str()).collect();
+    let held: BTreeSet<&str> = stored.iter().map(String::as_str).collect();
+    let mut copies: BTreeMap<&str, usize> = BTreeMap::new();
+    for id in stored.iter().filter(|id| appended.contains(id.as_str())) {
+        *copies.entry(id.as_str()).or_default() += 1;
     }
-    for (id, count) in &seen {
+    for (id, count) in &copies {
         if *count > 1 {
             violations.push(Violation::new(
                 "DURABLE-3",
@@ -162,11 +168,14 @@ pub fn durable_3(timeline: &Timeline<'_>) -> Vec<Violation> {
             ));
         }
     }
-    let appended: BTreeSet<&str> = timeline.appends.iter().map(|append| append.entry.id.as_str()).collect();
     let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for entry in timeline.store {
+    for entry in timeline
+        .store
+        .iter()
+        .filter(|entry| appended.contains(entry.id.as_str()))
+    {
         if let Some(parent) = entry.parent_id.as_deref() {
-            if !seen.contains_key(parent) {
+            if !held.contains(parent) {
                 violations.push(Violation::new(
                     "DURABLE-3",
                     &[line],
@@ -176,9 +185,7 @@ pub fn durable_3(timeline: &Timeline<'_>) -> Vec<Violation> {
                     ),
                 ));
             }
-            if appended.contains(entry.id.as_str()) {
-                children.entry(parent).or_default().push(&entry.id);
-            }
+            children.entry(parent).or_default().push(&entry.id);
         }
     }
     for (parent, ids) in children {

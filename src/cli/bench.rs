@@ -73,6 +73,16 @@ pub fn run_bench(args: BenchArgs) -> u8 {
         "scheduler overhead (bare / scheduled, trace only): {:.2}x",
         bare.per_second() / unchecked.per_second()
     );
+    let networked = crate::bench::networked_per_second(&scenario.scenario, window);
+    println!(
+        "networked world (turmoil), every rule checked: {:>8.0} per second ({} runs)",
+        networked.per_second(),
+        networked.runs
+    );
+    println!(
+        "side by side: in-process scheduler / networked world = {:.1}x",
+        checked.per_second() / networked.per_second().max(1e-9)
+    );
     let (schedules, covered, elapsed) = exhaustive_time(&exhaustive, 1_000_000);
     println!(
         "exhaustive `{}`: {schedules} schedules{} in {:.1} ms",

@@ -89,7 +89,8 @@ fn render_human(file: &Path, records: usize, findings: &[SessionFinding]) -> Str
             file.display(),
             finding.line,
             finding.code,
-            finding.message
+            // Ids come from the file: a newline in one must not split the finding's line.
+            finding.message.replace('\n', "\\n").replace('\r', "\\r")
         ));
     }
     let verdict = match findings.len() {

@@ -13,7 +13,7 @@ use crate::runtime::{Mutation, Mutations};
 use crate::scenario::LoadedScenario;
 use crate::sim::reference::ReferenceSubject;
 use crate::sim::{StrategyKind, Subject};
-use crate::suite;
+use crate::suite::{self, WorldKind};
 
 use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLATION};
 
@@ -49,6 +49,10 @@ pub struct ExploreArgs {
     /// Bound on every wait for the adapter, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     step_timeout_ms: u64,
+    /// `net`: run every seed in the networked world (turmoil), with faults drawn from the seed
+    /// (partitions, held links, store crashes) on top of the scenario's own.
+    #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
+    world: WorldKind,
 }
 
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {
@@ -119,8 +123,15 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         shard: args.shard,
         time_limit: args.time_limit.map(Duration::from_secs),
         check_determinism: args.check_determinism,
+        world: args.world,
     };
     let mutant = args.mutant;
+    if args.world == WorldKind::Net
+        && (args.implementation.is_some() || matches!(args.strategy, StrategyKind::Exhaustive { .. }))
+    {
+        eprintln!("agentsim: --world net runs the in-process reference by seed (no --impl, no exhaustive)");
+        return EXIT_BAD_INPUT;
+    }
     if args.implementation.is_some() && matches!(args.strategy, StrategyKind::Exhaustive { .. }) {
         eprintln!("agentsim: exhaustive exploration replays choice sequences, which only the in-process reference takes (use random or pct with --impl)");
         return EXIT_BAD_INPUT;
@@ -149,6 +160,12 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     };
     for failure in &mut summary.failures {
         failure.replay.push_str(&suffix);
+    }
+    if args.world == WorldKind::Net {
+        println!(
+            "networked world: turmoil seed = turmoil_seed(kit seed), e.g. seed 0 -> {:#018x}",
+            crate::net::turmoil_seed(0)
+        );
     }
     print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {

@@ -6,6 +6,7 @@
 
 mod bench;
 mod check_session;
+mod crash_test;
 mod explore;
 mod external;
 mod matrix;
@@ -17,10 +18,12 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::net::NetOptions;
 use crate::runtime::{Mutation, Mutations};
 use crate::sim::reference::ReferenceSubject;
 use crate::sim::StrategyKind;
-use crate::suite::{self, CaseReport, Verdict};
+use crate::sim::Subject;
+use crate::suite::{self, CaseReport, Verdict, WorldKind};
 
 pub const EXIT_PASSED: u8 = 0;
 pub const EXIT_VIOLATION: u8 = 1;
@@ -82,6 +85,9 @@ enum Command {
         #[arg(long, value_parser = parse_mutation)]
         mutant: Option<Mutation>,
     },
+    /// Crash the store host at many points of a networked run and count the acknowledged
+    /// entries lost (exit 1 when any is).
+    CrashTest(crash_test::CrashTestArgs),
     /// Print one scenario's trace, with violations marked at their lines.
     Replay {
         file: PathBuf,
@@ -102,6 +108,9 @@ enum Command {
         /// Replay an explicit choice sequence (`0.2.1`), as exhaustive exploration prints it.
         #[arg(long, value_parser = parse_choices)]
         choices: Option<Choices>,
+        /// `net`: replay in the networked world with the faults drawn from `--seed`.
+        #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
+        world: WorldKind,
     },
 }
 
@@ -166,6 +175,7 @@ pub fn main() -> ExitCode {
         Command::Mutants(args) => explore::run_mutants(args),
         Command::Bench(args) => bench::run_bench(args),
         Command::CheckSession(args) => check_session::run_check_session(args),
+        Command::CrashTest(args) => crash_test::run_crash_test(args),
         Command::Run {
             paths,
             strategy,
@@ -195,14 +205,18 @@ pub fn main() -> ExitCode {
             implementation,
             step_timeout_ms,
             choices,
+            world,
         } => replay(
             file,
-            strategy,
-            seed,
-            json,
-            mutant,
-            implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
-            choices,
+            ReplayOptions {
+                strategy,
+                seed,
+                json,
+                mutant,
+                implementation: implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
+                choices,
+                world,
+            },
         ),
     };
     ExitCode::from(code)
@@ -232,15 +246,26 @@ pub fn exit_code(reports: &[CaseReport]) -> u8 {
     code
 }
 
-fn replay(
-    file: PathBuf,
+struct ReplayOptions {
     strategy: StrategyKind,
     seed: u64,
     json: bool,
     mutant: Option<Mutation>,
     implementation: Option<(String, Duration)>,
     choices: Option<Choices>,
-) -> u8 {
+    world: WorldKind,
+}
+
+fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
+    let ReplayOptions {
+        strategy,
+        seed,
+        json,
+        mutant,
+        implementation,
+        choices,
+        world,
+    } = options;
     let corpus = match suite::load_corpus(std::slice::from_ref(&file)) {
         Ok(corpus) => corpus,
         Err(error) => {
@@ -252,7 +277,21 @@ fn replay(
         eprintln!("agentsim: {}: no scenario file", file.display());
         return EXIT_BAD_INPUT;
     };
+    if world == WorldKind::Net && (implementation.is_some() || choices.is_some()) {
+        eprintln!("agentsim: --world net replays the in-process reference by seed; drop --impl and --choices");
+        return EXIT_BAD_INPUT;
+    }
     let case = match implementation {
+        None if world == WorldKind::Net => suite::run_case_net(
+            loaded,
+            strategy,
+            &NetOptions {
+                seed,
+                seeded_faults: true,
+                mutations: subject(mutant).reference_mutations().unwrap_or_default(),
+                ..NetOptions::default()
+            },
+        ),
         Some(_) if mutant.is_some() => {
             eprintln!("agentsim: --mutant cannot be combined with --impl");
             return EXIT_BAD_INPUT;
@@ -275,6 +314,17 @@ fn replay(
             );
         }
     } else {
+        if let Some(net) = case.net {
+            println!(
+                "networked world: kit seed {seed}, turmoil seed {:#018x}{}",
+                net.turmoil_seed,
+                if net.seeded_faults {
+                    ", faults from the seed"
+                } else {
+                    ""
+                }
+            );
+        }
         print!("{}", report::annotated_trace(&case));
     }
     exit_code(std::slice::from_ref(&case))

@@ -275,6 +275,10 @@ async fn serve_model(stream: TcpStream, scenario: Rc<Scenario>, served: Rc<RefCe
 /// The shell's model seam: one connection per request, bounded by the model timeout.
 struct NetModel {
     timeout: Duration,
+    /// The scripted model's timestamps (`start_ms + 500 s + 1 s per request`), so that a
+    /// failed request's message is as distinct as a served one.
+    start_ms: u64,
+    requests: std::cell::Cell<u64>,
 }
 
 fn net_message(text: String, stop_reason: StopReason, error: Option<String>, timestamp: u64) -> AssistantMessage {
@@ -302,9 +306,12 @@ impl ModelService for NetModel {
         chunks: ChunkSink,
     ) -> LocalFuture<AssistantMessage> {
         let timeout = self.timeout;
+        let index = self.requests.get();
+        self.requests.set(index + 1);
+        let fallback = self.start_ms + 500_000 + index * 1_000;
         Box::pin(async move {
             let streamed = RefCell::new(String::new());
-            let timestamp = RefCell::new(0u64);
+            let timestamp = RefCell::new(fallback);
             let exchange = async {
                 let mut stream = TcpStream::connect((MODEL_HOST, MODEL_PORT)).await?;
                 write_line(&mut stream, &json!({ "request": request })).await?;
@@ -316,7 +323,7 @@ impl ModelService for NetModel {
                         ));
                     };
                     if let Some(start) = line.get("start") {
-                        *timestamp.borrow_mut() = start.get("timestamp").and_then(Value::as_u64).unwrap_or(0);
+                        *timestamp.borrow_mut() = start.get("timestamp").and_then(Value::as_u64).unwrap_or(fallback);
                     } else if let Some(text) = line.get("chunk").and_then(Value::as_str) {
                         streamed.borrow_mut().push_str(text);
                         chunks.send(text.to_string());
@@ -519,6 +526,8 @@ pub(crate) async fn runtime_client(
     let services = Services {
         model: Rc::new(NetModel {
             timeout: Duration::from_millis(plan.model_timeout_ms),
+            start_ms: scenario.config.clock.start_ms,
+            requests: std::cell::Cell::new(0),
         }),
         store: Rc::new(NetStore {
             timeout: Duration::from_millis(plan.store_timeout_ms),
@@ -537,8 +546,13 @@ pub(crate) async fn runtime_client(
             }
         }
         let operation: Operation = spec.operation();
-        let shell = shell.clone();
-        calls.push(tokio::task::spawn_local(async move { shell.call(operation).await }));
+        let (shell, shared) = (shell.clone(), shared.clone());
+        calls.push(tokio::task::spawn_local(async move {
+            let settlement = shell.call(operation).await;
+            // Wake the wait below: this call is finished.
+            shared.borrow().progress.send_modify(|count| *count += 1);
+            settlement
+        }));
         delivered += 1;
         // Let the call reach the driver before the next condition is tested.
         tokio::task::yield_now().await;

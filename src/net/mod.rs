@@ -24,6 +24,7 @@
 //! kit's seed ([`turmoil_seed`]); the trace is recorded in the order the hosts' tasks run.
 //! turmoil's RNG is not portable across its versions, so a replay is pinned to Cargo.lock.
 
+pub mod crash;
 mod hosts;
 
 use std::cell::RefCell;
@@ -153,9 +154,11 @@ enum EpisodeState {
     Done,
 }
 
-/// The faults drawn from the seed: up to two episodes in the first 300 ms, each lasting up to
-/// 2.5 s (longer than the store's timeout, so some appends time out and some are merely late).
+/// The faults drawn from the seed: up to two episodes, each starting a few milliseconds after
+/// an append or a model request is issued (where a fault matters), lasting up to 2.5 s (longer
+/// than the store's timeout, so some appends time out and some are merely late).
 fn seeded_episodes(seed: u64) -> Vec<Episode> {
+    use crate::scenario::After;
     let mut rng = Rng::new(seed ^ 0x6661_756c_7473_2d31);
     let kinds = [
         NetFaultKind::PartitionStore,
@@ -163,12 +166,20 @@ fn seeded_episodes(seed: u64) -> Vec<Episode> {
         NetFaultKind::PartitionModel,
         NetFaultKind::CrashStore,
     ];
-    (0..rng.below(3))
-        .map(|_| Episode {
-            kind: kinds[rng.below(kinds.len() as u64) as usize],
-            trigger: Trigger::AtMs(rng.below(300)),
-            for_ms: Some(1 + rng.below(2_500)),
-            state: EpisodeState::Waiting,
+    (0..1 + rng.below(2))
+        .map(|_| {
+            let kind = kinds[rng.below(kinds.len() as u64) as usize];
+            let count = 1 + rng.below(4) as u32;
+            let after = match kind {
+                NetFaultKind::PartitionModel => After::ModelRequests(count.min(2)),
+                _ => After::AppendsIssued(count),
+            };
+            Episode {
+                kind,
+                trigger: Trigger::After(after, rng.below(12)),
+                for_ms: Some(1 + rng.below(2_500)),
+                state: EpisodeState::Waiting,
+            }
         })
         .collect()
 }

@@ -146,7 +146,7 @@ pub enum Message {
     Done {
         effect: EffectId,
         completion: Completion,
-        answer: Event,
+        answer: Box<Event>,
     },
     /// The last handle was dropped: the driver ends once no call and no effect is pending.
     Closed,
@@ -295,7 +295,7 @@ impl Driver {
                     completion,
                     answer,
                 } => {
-                    self.observe(answer);
+                    self.observe(*answer);
                     completion.into_input(effect)
                 }
                 Message::Closed => {
@@ -476,7 +476,7 @@ impl Driver {
             let _ = channel.send(Message::Done {
                 effect,
                 completion,
-                answer,
+                answer: Box::new(answer),
             });
         });
     }

@@ -72,7 +72,9 @@ impl Record {
     }
 }
 
-/// The last line of the file when it lacks its terminating `\n`: a write cut short.
+/// The last line of the file when it lacks its terminating `\n`: a write cut short. When
+/// [`FileStore::open`] recovers a file, also the damaged lines from the first one that does
+/// not parse to the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TornTail {
     /// 1-based line number.
@@ -479,10 +481,30 @@ impl<D: Disk> FileStore<D> {
                 })
             }
         };
-        let parsed = match parse_session(&bytes, Limits::default()) {
-            Ok(parsed) => parsed,
+        // A crash without sync can persist some blocks of unsynced lines and not others, so a
+        // damaged line may sit before complete ones. Recovery keeps the longest prefix of good
+        // lines and cuts the rest, as it cuts a torn last line: nothing after the damage can
+        // be trusted to be what was written.
+        let (parsed, damaged) = match parse_session(&bytes, Limits::default()) {
+            Ok(parsed) => (parsed, None),
+            Err(SessionFileError::NotJson { line, .. } | SessionFileError::NotUtf8 { line, .. }) if line > 1 => {
+                let offset = line_offset(&bytes, line);
+                let tail = TornTail {
+                    line,
+                    offset,
+                    bytes: bytes.len() as u64 - offset,
+                };
+                match parse_session(&bytes[..offset as usize], Limits::default()) {
+                    Ok(parsed) => (parsed, Some(tail)),
+                    Err(source) => return Err(StoreError::File { path, source }),
+                }
+            }
             Err(source) => return Err(StoreError::File { path, source }),
         };
+        let mut parsed = parsed;
+        if let Some(tail) = damaged {
+            parsed.torn = Some(tail);
+        }
         let header = match parsed.header {
             Some(record) => {
                 Some(
@@ -566,4 +588,18 @@ fn encode_line(path: &Path, value: &impl Serialize) -> Result<Vec<u8>, StoreErro
     })?;
     line.push(b'\n');
     Ok(line)
+}
+
+/// The byte offset where 1-based `line` starts.
+fn line_offset(bytes: &[u8], line: usize) -> u64 {
+    if line <= 1 {
+        return 0;
+    }
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, byte)| **byte == b'\n')
+        .nth(line - 2)
+        .map(|(index, _)| index as u64 + 1)
+        .unwrap_or(bytes.len() as u64)
 }

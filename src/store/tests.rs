@@ -71,7 +71,8 @@ fn parse_error(bytes: &[u8]) -> SessionFileError {
     }
 }
 
-const HEADER_LINE: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#;
+const HEADER_LINE: &str =
+    r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#;
 
 #[test]
 fn empty_and_blank_files_are_errors() {
@@ -83,10 +84,7 @@ fn empty_and_blank_files_are_errors() {
 #[test]
 fn invalid_utf8_names_the_line_and_byte() {
     let bytes = [HEADER_LINE.as_bytes(), b"\n{\"type\":\"label\xff\"}\n"].concat();
-    assert_eq!(
-        parse_error(&bytes),
-        SessionFileError::NotUtf8 { line: 2, column: 15 }
-    );
+    assert_eq!(parse_error(&bytes), SessionFileError::NotUtf8 { line: 2, column: 15 });
 }
 
 #[test]
@@ -105,7 +103,10 @@ fn json_documents_that_are_not_json_lines_are_not_pi_sessions() {
 
 #[test]
 fn a_line_over_the_limit_is_measured_without_being_kept() {
-    let bytes = format!("{HEADER_LINE}\n{{\"type\":\"label\",\"text\":\"{}\"}}\n", "x".repeat(100));
+    let bytes = format!(
+        "{HEADER_LINE}\n{{\"type\":\"label\",\"text\":\"{}\"}}\n",
+        "x".repeat(100)
+    );
     let limits = Limits { line_bytes_max: 64 };
     assert_eq!(
         parse_session(bytes.as_bytes(), limits),
@@ -188,7 +189,10 @@ fn file_store_creates_appends_and_reopens_the_same_entries() {
     let again = FileStore::create(RealDisk, &path, &header(), SyncPolicy::EveryAppend);
     assert_eq!(again.map(|_| ()).map_err(|error| error.code()), Err("store.exists"));
     let missing = FileStore::open(RealDisk, folder.join("missing.jsonl"), SyncPolicy::None);
-    assert_eq!(missing.map(|_| ()).map_err(|error| error.code()), Err("store.not_found"));
+    assert_eq!(
+        missing.map(|_| ()).map_err(|error| error.code()),
+        Err("store.not_found")
+    );
 }
 
 #[test]
@@ -235,9 +239,12 @@ fn file_store_names_the_line_of_an_entry_it_cannot_read() {
     let path = folder.join("session.jsonl");
     let bad = r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"robot"}}"#;
     std::fs::write(&path, format!("{HEADER_LINE}\n{bad}\n")).expect("writes");
-    let error = FileStore::open(RealDisk, &path, SyncPolicy::None).err().expect("an error");
+    let error = FileStore::open(RealDisk, &path, SyncPolicy::None).expect_err("an error");
     assert_eq!(error.code(), "store.bad_entry");
-    assert!(error.to_string().contains(": line 2: entry: field `message`"), "{error}");
+    assert!(
+        error.to_string().contains(": line 2: entry: field `message`"),
+        "{error}"
+    );
 }
 
 const SIM_PATH: &str = "/session.jsonl";
@@ -291,7 +298,12 @@ fn entries_surviving_a_crash(sync: SyncPolicy, count: usize) -> usize {
     run_across_a_crash(
         &turmoil::Builder::new(),
         move || {
-            drop(FileStore::create(SimDisk, SIM_PATH, &header(), SyncPolicy::EveryAppend)?);
+            drop(FileStore::create(
+                SimDisk,
+                SIM_PATH,
+                &header(),
+                SyncPolicy::EveryAppend,
+            )?);
             let (mut store, _) = FileStore::open(SimDisk, SIM_PATH, sync)?;
             for entry in chain(count) {
                 store.append(&entry)?;
@@ -337,7 +349,12 @@ fn a_torn_append_is_cut_off_on_reopen_and_the_next_append_parses() {
         run_across_a_crash(
             &builder,
             move || {
-                drop(FileStore::create(SimDisk, SIM_PATH, &header(), SyncPolicy::EveryAppend)?);
+                drop(FileStore::create(
+                    SimDisk,
+                    SIM_PATH,
+                    &header(),
+                    SyncPolicy::EveryAppend,
+                )?);
                 let (mut store, _) = FileStore::open(SimDisk, SIM_PATH, SyncPolicy::None)?;
                 store.append(&long)?;
                 Ok(())
@@ -367,4 +384,105 @@ fn a_torn_append_is_cut_off_on_reopen_and_the_next_append_parses() {
     }
     // The seeds are fixed, so this counts the same on every run; most seeds tear the line.
     assert!(torn_seeds.load(Ordering::SeqCst) > 0, "no seed tore the append");
+}
+
+#[test]
+fn file_store_reads_the_fixture_files_in_the_kits_model() {
+    let folder = TempDir::new("fixtures");
+    let clean = folder.join("clean.jsonl");
+    std::fs::write(&clean, include_bytes!("../../tests/fixtures/sessions/clean.jsonl")).expect("writes");
+    let (_, opened) = FileStore::open(RealDisk, &clean, SyncPolicy::None).expect("opens");
+    assert_eq!(opened.header.map(|header| header.version), Some(3));
+    let kinds: Vec<&str> = opened.entries.iter().map(SessionEntry::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "message",
+            "message",
+            "message",
+            "message",
+            "message",
+            "branch_summary",
+            "message",
+            "message"
+        ]
+    );
+
+    let torn = folder.join("torn-tail.jsonl");
+    let bytes = include_bytes!("../../tests/fixtures/sessions/torn-tail.jsonl");
+    std::fs::write(&torn, bytes).expect("writes");
+    let (_, opened) = FileStore::open(RealDisk, &torn, SyncPolicy::None).expect("opens");
+    let tail = opened.torn.expect("a torn tail");
+    assert_eq!((tail.line, tail.offset + tail.bytes), (4, bytes.len() as u64));
+    assert_eq!(opened.entries.len(), 2);
+    assert_eq!(std::fs::read(&torn).expect("reads"), bytes[..tail.offset as usize]);
+}
+
+#[test]
+fn sync_policy_names_are_the_same_for_serde_and_clap() {
+    use clap::ValueEnum;
+    for (policy, name) in [(SyncPolicy::EveryAppend, "every-append"), (SyncPolicy::None, "none")] {
+        assert_eq!(
+            serde_json::to_string(&policy).expect("serializes"),
+            format!("\"{name}\"")
+        );
+        assert_eq!(SyncPolicy::from_str(name, false), Ok(policy));
+    }
+}
+
+/// One line of a generated session: a kind, and small id pools so that ids collide, parents go
+/// missing, chains loop and tool calls pair up or not.
+fn generated_line(kind: u8, id: u8, parent: u8, call: u8) -> String {
+    let parent = if parent >= 5 {
+        "null".to_string()
+    } else {
+        format!("\"e{parent}\"")
+    };
+    let identity = format!("\"id\":\"e{id}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\"");
+    match kind % 8 {
+        0 => HEADER_LINE.to_string(),
+        1 => format!("{{\"type\":\"message\",{identity},\"message\":{{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":0}}}}"),
+        2 => format!(
+            "{{\"type\":\"message\",{identity},\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"c{call}\",\"name\":\"read\",\"arguments\":{{}}}}]}}}}"
+        ),
+        3 => format!(
+            "{{\"type\":\"message\",{identity},\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"c{call}\",\"content\":[]}}}}"
+        ),
+        4 => format!("{{\"type\":\"compaction\",{identity},\"summary\":\"s\",\"firstKeptEntryId\":\"e0\",\"tokensBefore\":1}}"),
+        5 => format!("{{\"type\":\"message\",\"parentId\":{parent}}}"),
+        6 => "[1,{\"type\":2}]".to_string(),
+        _ => format!("{{\"type\":\"bookmark\",{identity}}}"),
+    }
+}
+
+proptest::proptest! {
+    /// Whatever the lines, parsing and checking do not panic, the findings are sorted, name
+    /// lines of the file, and come out the same twice.
+    #[test]
+    fn checking_any_generated_session_is_total_sorted_and_deterministic(
+        lines in proptest::collection::vec((0u8..8, 0u8..5, 0u8..6, 0u8..3), 0..12),
+        tail in 0usize..40,
+    ) {
+        let mut text: String = lines
+            .iter()
+            .map(|(kind, id, parent, call)| generated_line(*kind, *id, *parent, *call) + "\n")
+            .collect();
+        text.push_str(&generated_line(1, 0, 5, 0)[..tail]);
+        let line_count = text.split('\n').count();
+        if let Ok(parsed) = parse_session(text.as_bytes(), Limits::default()) {
+            let findings = check_session(&parsed);
+            proptest::prop_assert!(findings.windows(2).all(|pair| pair[0] <= pair[1]));
+            proptest::prop_assert!(findings.iter().all(|finding| (1..=line_count).contains(&finding.line)));
+            proptest::prop_assert_eq!(&findings, &check_session(&parsed));
+        }
+    }
+
+    /// Arbitrary bytes never make parsing panic.
+    #[test]
+    fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+        if let Ok(parsed) = parse_session(&bytes, Limits { line_bytes_max: 64 }) {
+            check_session(&parsed);
+        }
+    }
 }

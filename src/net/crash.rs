@@ -1,0 +1,93 @@
+//! The crash test: one scenario in the networked world, the store host crashed at many points
+//! of the run (every few simulation steps), each time counting the acknowledged entries the
+//! session file no longer holds after the restart.
+
+use std::collections::BTreeSet;
+
+use crate::scenario::{NetSync, Scenario};
+use crate::trace::{AppendAnswer, Event};
+
+use super::{run_net, NetError, NetOptions};
+
+/// What crashing one scenario at many points found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CrashReport {
+    /// Crash points run (runs whose crash landed before the run's end).
+    pub points: u64,
+    /// Steps of the run without a crash.
+    pub steps: u64,
+    /// Entries acknowledged `ok`, summed over the runs.
+    pub acknowledged: u64,
+    /// Of those, the ones the file read back after the restart did not hold.
+    pub lost: u64,
+    /// The crash steps whose run lost an acknowledged entry.
+    pub losing_points: Vec<u64>,
+}
+
+/// Crashes the store at up to `points` distinct steps spread evenly over the run, with sync
+/// `sync` (the scenario's other faults stay as written).
+pub fn crash_test(scenario: &Scenario, sync: NetSync, points: u64, seed: u64) -> Result<CrashReport, NetError> {
+    let mut scenario = scenario.clone();
+    scenario.net.get_or_insert_with(Default::default).sync = sync;
+    let options = NetOptions {
+        seed,
+        ..NetOptions::default()
+    };
+    let steps = run_net(&scenario, &options)?.steps;
+    let mut report = CrashReport {
+        steps,
+        ..CrashReport::default()
+    };
+    // Distinct steps, spread evenly: every step when there are fewer steps than points.
+    let chosen: BTreeSet<u64> = (0..points.min(steps))
+        .map(|point| 1 + point * steps / points.min(steps))
+        .collect();
+    for step in chosen {
+        let run = run_net(
+            &scenario,
+            &NetOptions {
+                crash_at_step: Some(step),
+                ..options.clone()
+            },
+        )?;
+        report.points += 1;
+        let (acknowledged, lost) = acknowledged_and_lost(&run.outcome.trace.events);
+        report.acknowledged += acknowledged;
+        report.lost += lost;
+        if lost > 0 {
+            report.losing_points.push(step);
+        }
+    }
+    Ok(report)
+}
+
+/// Entries acknowledged `ok`, and how many of them the file read back does not hold.
+fn acknowledged_and_lost(events: &[Event]) -> (u64, u64) {
+    let stored: BTreeSet<&str> = events
+        .iter()
+        .find_map(|event| match event {
+            Event::Reopened { stored, .. } => Some(stored.iter().map(String::as_str).collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut entries = std::collections::BTreeMap::new();
+    let (mut acknowledged, mut lost) = (0, 0);
+    for event in events {
+        match event {
+            Event::Append { effect, entry } => {
+                entries.insert(*effect, entry.id.as_str());
+            }
+            Event::AppendAnswer {
+                effect,
+                answer: AppendAnswer::Ok,
+            } => {
+                acknowledged += 1;
+                if entries.get(effect).is_some_and(|id| !stored.contains(id)) {
+                    lost += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    (acknowledged, lost)
+}

@@ -1,0 +1,191 @@
+//! The networked world and the async shell: the crash test can fail (sync off loses
+//! acknowledged entries) and does not with sync on; a networked run is deterministic; the shell
+//! embeds the reference with plain in-memory services.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use agentsim::model::{AssistantBlock, AssistantMessage, SessionEntry, StopReason, Usage};
+use agentsim::net::crash::crash_test;
+use agentsim::net::{run_net, NetOptions};
+use agentsim::runtime::{Cause, HookOutcome, ModelRequest, Runtime, RuntimeConfig, RuntimeDeps, ToolOutcome};
+use agentsim::scenario::NetSync;
+use agentsim::shell::{
+    AbortSignal, AppendFailure, Applied, ChunkSink, LocalFuture, ModelService, OutputService, Services, Shell,
+    StoreService, ToolService,
+};
+use agentsim::suite;
+
+use super::driver::large_budget;
+
+fn corpus(folders: &[&str]) -> Vec<agentsim::scenario::LoadedScenario> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let paths: Vec<_> = folders.iter().map(|folder| root.join(folder)).collect();
+    suite::load_corpus(&paths).expect("the corpus loads")
+}
+
+#[test]
+fn crash_test_loses_no_acknowledged_entry_with_sync_on_and_does_without() {
+    let corpus = corpus(&["scenarios/wiring", "scenarios/lab13"]);
+    let (mut points, mut acknowledged, mut lost_on, mut lost_off) = (0, 0, 0, 0);
+    for loaded in &corpus {
+        let on = crash_test(&loaded.scenario, NetSync::EveryAppend, 100, 0).expect("the world runs");
+        let off = crash_test(&loaded.scenario, NetSync::None, 100, 0).expect("the world runs");
+        points += on.points;
+        acknowledged += on.acknowledged;
+        lost_on += on.lost;
+        lost_off += off.lost;
+    }
+    assert!(points >= 100, "only {points} crash points");
+    assert!(acknowledged > 0);
+    assert_eq!(lost_on, 0, "sync every-append lost acknowledged entries");
+    assert!(lost_off > 0, "sync none lost nothing: the crash test cannot fail");
+}
+
+#[test]
+fn a_networked_run_is_deterministic_and_seeds_differ() {
+    let corpus = corpus(&["scenarios/wiring/walkthrough.json"]);
+    let scenario = &corpus[0].scenario;
+    let mut renders = Vec::new();
+    for seed in 0..6 {
+        let options = NetOptions {
+            seed,
+            seeded_faults: true,
+            ..NetOptions::default()
+        };
+        let first = run_net(scenario, &options).expect("runs").outcome.trace.render();
+        let second = run_net(scenario, &options).expect("runs").outcome.trace.render();
+        assert_eq!(first, second, "seed {seed}");
+        renders.push(first);
+    }
+    renders.dedup();
+    assert!(renders.len() > 1, "six seeds gave one trace: the seed reaches no fault");
+}
+
+// ----- the shell with in-memory services -----
+
+struct EchoModel;
+
+impl ModelService for EchoModel {
+    fn stream(&self, _request: ModelRequest, _abort: AbortSignal, chunks: ChunkSink) -> LocalFuture<AssistantMessage> {
+        chunks.send("he".into());
+        Box::pin(async move {
+            AssistantMessage {
+                content: vec![AssistantBlock::Text { text: "hello".into() }],
+                api: "memory".into(),
+                provider: "memory".into(),
+                model: "echo".into(),
+                usage: Usage::default(),
+                stop_reason: StopReason::Stop,
+                error_message: None,
+                timestamp: 1,
+            }
+        })
+    }
+}
+
+/// Stores entries in memory; fails the append numbered `fail_at` (1-based).
+struct MemoryStore {
+    entries: RefCell<Vec<SessionEntry>>,
+    fail_at: usize,
+    seen: RefCell<usize>,
+}
+
+impl StoreService for MemoryStore {
+    fn append(&self, entry: SessionEntry) -> LocalFuture<Result<(), AppendFailure>> {
+        *self.seen.borrow_mut() += 1;
+        let result = if *self.seen.borrow() == self.fail_at {
+            Err(AppendFailure {
+                cause: Cause::new("disk", "full"),
+                applied: Applied::No,
+            })
+        } else {
+            self.entries.borrow_mut().push(entry);
+            Ok(())
+        };
+        Box::pin(async move { result })
+    }
+}
+
+struct NoTools;
+
+impl ToolService for NoTools {
+    fn call(&self, _call: agentsim::model::ToolCall, _abort: AbortSignal) -> LocalFuture<ToolOutcome> {
+        Box::pin(async { ToolOutcome::Aborted })
+    }
+    fn hook(
+        &self,
+        _extension: String,
+        _phase: agentsim::runtime::HookPhase,
+        _call: agentsim::model::ToolCall,
+        _result: Option<agentsim::model::ToolResultMessage>,
+    ) -> LocalFuture<HookOutcome> {
+        Box::pin(async { HookOutcome::Allow })
+    }
+}
+
+impl OutputService for NoTools {
+    fn write(&self, _text: String) -> LocalFuture<Result<(), Cause>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn embedded(fail_at: usize) -> (Vec<Result<usize, String>>, Vec<String>) {
+    let store = Rc::new(MemoryStore {
+        entries: RefCell::new(Vec::new()),
+        fail_at,
+        seen: RefCell::new(0),
+    });
+    let services = Services {
+        model: Rc::new(EchoModel),
+        store: store.clone(),
+        tools: Rc::new(NoTools),
+        output: Rc::new(NoTools),
+        observer: None,
+    };
+    let config = RuntimeConfig {
+        active_leaf_id: None,
+        system_prompt: None,
+        steps_max: 4,
+        context: large_budget(),
+    };
+    let runtime = Runtime::restore(config, RuntimeDeps::default(), &[]).expect("an empty session restores");
+    let local = tokio::task::LocalSet::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let outcomes = local.block_on(&rt, async {
+        let (shell, driver) = Shell::spawn(runtime, services);
+        let first = shell.prompt("one");
+        let second = shell.prompt("two");
+        let (first, second) = tokio::join!(first, second);
+        let flushed = shell.flush().await;
+        let disposed = shell.dispose().await;
+        drop(shell);
+        driver.await.expect("the driver ends once the handle is gone");
+        vec![
+            first.map(|run| run.messages.len()).map_err(|cause| cause.code),
+            second.map(|run| run.messages.len()).map_err(|cause| cause.code),
+            flushed.map(|()| 0).map_err(|cause| cause.code),
+            disposed.map(|()| 0).map_err(|cause| cause.code),
+        ]
+    });
+    let ids = store.entries.borrow().iter().map(|entry| entry.id.clone()).collect();
+    (outcomes, ids)
+}
+
+#[test]
+fn the_shell_queues_prompts_and_persists_before_resolving() {
+    let (outcomes, ids) = embedded(usize::MAX);
+    assert_eq!(outcomes, vec![Ok(2), Ok(4), Ok(0), Ok(0)]);
+    assert_eq!(ids.len(), 4);
+}
+
+#[test]
+fn the_shell_poisons_after_a_failed_append() {
+    let (outcomes, ids) = embedded(2);
+    let poisoned = Err("disk".to_string());
+    assert_eq!(outcomes[..3], [poisoned.clone(), poisoned.clone(), poisoned]);
+    assert_eq!(ids.len(), 1, "nothing is appended after the failure");
+}
