@@ -181,15 +181,10 @@ fn run_net_one(
     let outcome = match crate::net::run_net(&loaded.scenario, &options) {
         Ok(run) => run.outcome,
         Err(error) => {
-            summary.failed += 1;
-            summary.failures.push(ExploreFailure {
-                scenario: loaded.name.clone(),
-                replay,
-                violations: Vec::new(),
-                broken: Some(SubjectFailure::Protocol {
-                    message: error.to_string(),
-                }),
-            });
+            let broken = SubjectFailure::Protocol {
+                message: error.to_string(),
+            };
+            summary.record(loaded, replay, Vec::new(), Some(broken));
             return;
         }
     };
@@ -198,22 +193,42 @@ fn run_net_one(
         let same = crate::net::run_net(&loaded.scenario, &options)
             .is_ok_and(|again| again.outcome.trace.render() == outcome.trace.render());
         if !same {
-            violations.push(Violation {
-                rule: "determinism".into(),
-                lines: Vec::new(),
-                message: "the same seed, run again in the networked world, gave a different trace".into(),
-            });
+            violations.push(nondeterministic(
+                "the same seed, run again in the networked world, gave a different trace",
+            ));
         }
     }
-    if violations.is_empty() {
-        summary.passed += 1;
-    } else {
-        summary.failed += 1;
-        summary.failures.push(ExploreFailure {
+    summary.record(loaded, replay, violations, None);
+}
+
+/// The violation a run that did not repeat its trace gets.
+fn nondeterministic(message: &str) -> Violation {
+    Violation {
+        rule: "determinism".into(),
+        lines: Vec::new(),
+        message: message.into(),
+    }
+}
+
+impl ExploreSummary {
+    /// Counts one schedule: passed when it broke nothing, else a failure with its replay.
+    fn record(
+        &mut self,
+        loaded: &LoadedScenario,
+        replay: String,
+        violations: Vec<Violation>,
+        broken: Option<SubjectFailure>,
+    ) {
+        if violations.is_empty() && broken.is_none() {
+            self.passed += 1;
+            return;
+        }
+        self.failed += 1;
+        self.failures.push(ExploreFailure {
             scenario: loaded.name.clone(),
             replay,
             violations,
-            broken: None,
+            broken,
         });
     }
 }
@@ -252,13 +267,7 @@ fn run_one(
     let outcome = match run(choices) {
         Ok(outcome) => outcome,
         Err(failure) => {
-            summary.failed += 1;
-            summary.failures.push(ExploreFailure {
-                scenario: loaded.name.clone(),
-                replay,
-                violations: Vec::new(),
-                broken: Some(failure),
-            });
+            summary.record(loaded, replay, Vec::new(), Some(failure));
             return None;
         }
     };
@@ -278,24 +287,10 @@ fn run_one(
             .as_ref()
             .is_ok_and(|again| again.trace.render() == outcome.trace.render());
         if !same {
-            violations.push(Violation {
-                rule: "determinism".into(),
-                lines: Vec::new(),
-                message: "the same schedule, replayed, gave a different trace".into(),
-            });
+            violations.push(nondeterministic("the same schedule, replayed, gave a different trace"));
         }
     }
-    if violations.is_empty() {
-        summary.passed += 1;
-    } else {
-        summary.failed += 1;
-        summary.failures.push(ExploreFailure {
-            scenario: loaded.name.clone(),
-            replay,
-            violations,
-            broken: None,
-        });
-    }
+    summary.record(loaded, replay, violations, None);
     Some(outcome)
 }
 

@@ -63,6 +63,34 @@ pub struct NetInfo {
 }
 
 impl CaseReport {
+    /// A report that has not run yet: `Passed` with nothing attached.
+    fn new(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64) -> CaseReport {
+        CaseReport {
+            name: loaded.name.clone(),
+            path: loaded.path.clone(),
+            strategy,
+            seed,
+            verdict: Verdict::Passed,
+            violations: Vec::new(),
+            outcome: None,
+            implementation: None,
+            divergence: None,
+            net: None,
+        }
+    }
+
+    /// The report judged by `violations` on `outcome`.
+    fn judged(mut self, violations: Vec<Violation>, outcome: RunOutcome) -> CaseReport {
+        self.verdict = if violations.is_empty() {
+            Verdict::Passed
+        } else {
+            Verdict::Failed
+        };
+        self.violations = violations;
+        self.outcome = Some(outcome);
+        self
+    }
+
     /// The one command that replays this case.
     pub fn replay_command(&self) -> String {
         if let Some(net) = self.net {
@@ -146,18 +174,7 @@ pub fn run_case_with(
     chooser: &mut dyn crate::sim::Strategy,
     subject: &mut dyn Subject,
 ) -> CaseReport {
-    let mut report = CaseReport {
-        name: loaded.name.clone(),
-        path: loaded.path.clone(),
-        strategy,
-        seed,
-        verdict: Verdict::Passed,
-        violations: Vec::new(),
-        outcome: None,
-        implementation: None,
-        divergence: None,
-        net: None,
-    };
+    let mut report = CaseReport::new(loaded, strategy, seed);
     if loaded.scenario.net.is_some() {
         let Some(mutations) = subject.reference_mutations() else {
             report.verdict = Verdict::NotApplicable {
@@ -206,36 +223,21 @@ pub fn run_case_with(
         let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
         violations.extend(check_expectations(&timeline));
     }
-    report.verdict = if violations.is_empty() {
-        Verdict::Passed
-    } else {
-        Verdict::Failed
-    };
-    report.violations = violations;
-    report.outcome = Some(outcome);
-    report
+    report.judged(violations, outcome)
 }
 
 /// Runs one scenario in the networked world and judges it: every rule always; the scenario's
 /// own expectations too when no fault came from the seed and `strategy` is the canonical one.
 pub fn run_case_net(loaded: &LoadedScenario, strategy: StrategyKind, options: &NetOptions) -> CaseReport {
     let mut report = CaseReport {
-        name: loaded.name.clone(),
-        path: loaded.path.clone(),
-        strategy,
-        seed: options.seed,
-        verdict: Verdict::Passed,
-        violations: Vec::new(),
-        outcome: None,
-        implementation: None,
-        divergence: None,
         net: Some(NetInfo {
             turmoil_seed: crate::net::turmoil_seed(options.seed),
             seeded_faults: options.seeded_faults,
         }),
+        ..CaseReport::new(loaded, strategy, options.seed)
     };
-    let run = match crate::net::run_net(&loaded.scenario, options) {
-        Ok(run) => run,
+    let outcome = match crate::net::run_net(&loaded.scenario, options) {
+        Ok(run) => run.outcome,
         Err(error) => {
             report.verdict = Verdict::Broken(SubjectFailure::Protocol {
                 message: error.to_string(),
@@ -243,21 +245,13 @@ pub fn run_case_net(loaded: &LoadedScenario, strategy: StrategyKind, options: &N
             return report;
         }
     };
-    let outcome = run.outcome;
     let scenario = &loaded.scenario;
     let mut violations = check::check_all(scenario, &outcome.trace, &outcome.store);
     if strategy == StrategyKind::Scripted && !options.seeded_faults {
         let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
         violations.extend(check_expectations(&timeline));
     }
-    report.verdict = if violations.is_empty() {
-        Verdict::Passed
-    } else {
-        Verdict::Failed
-    };
-    report.violations = violations;
-    report.outcome = Some(outcome);
-    report
+    report.judged(violations, outcome)
 }
 
 /// On the canonical schedule, an operation whose `after` never held is a scenario error.

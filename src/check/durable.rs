@@ -6,9 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::SessionEntry;
 use crate::runtime::{Cause, Settlement};
-use crate::scenario::NetSync;
+use crate::store::SyncPolicy;
 use crate::trace::{AppendAnswer, Event};
 
 use super::timeline::{Line, Timeline};
@@ -34,19 +33,7 @@ fn syncs_every_append(timeline: &Timeline<'_>) -> bool {
         .scenario
         .net
         .as_ref()
-        .is_some_and(|net| net.sync == NetSync::EveryAppend)
-}
-
-/// One append: its line, its entry and its answer (line and answer), if any.
-type AppendRef<'a> = (Line, &'a SessionEntry, Option<(Line, &'a AppendAnswer)>);
-
-/// Appends with their entries and answers, in issue order.
-fn appends<'a>(timeline: &Timeline<'a>) -> Vec<AppendRef<'a>> {
-    timeline
-        .appends
-        .iter()
-        .map(|append| (append.line, append.entry, append.answer))
-        .collect()
+        .is_some_and(|net| net.sync == SyncPolicy::EveryAppend)
 }
 
 /// DURABLE-1: with sync on, no acknowledged entry is lost, whatever crashed.
@@ -58,20 +45,19 @@ pub fn durable_1(timeline: &Timeline<'_>) -> Vec<Violation> {
         return Vec::new();
     }
     let stored: BTreeSet<&str> = stored.iter().map(String::as_str).collect();
-    appends(timeline)
-        .into_iter()
-        .filter(|(_, _, answer)| matches!(answer, Some((_, AppendAnswer::Ok))))
-        .filter(|(_, entry, _)| !stored.contains(entry.id.as_str()))
-        .map(|(append_line, entry, answer)| {
-            let acked = answer.map(|(at, _)| at).unwrap_or(append_line);
-            Violation::new(
+    timeline
+        .appends
+        .iter()
+        .filter_map(|append| match append.answer {
+            Some((acked, AppendAnswer::Ok)) if !stored.contains(append.entry.id.as_str()) => Some(Violation::new(
                 "DURABLE-1",
-                &[append_line, acked, line],
+                &[append.line, acked, line],
                 format!(
                     "entry `{}` was acknowledged but the session file read back does not hold it",
-                    entry.id
+                    append.entry.id
                 ),
-            )
+            )),
+            _ => None,
         })
         .collect()
 }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::net::crash::crash_test;
-use crate::scenario::NetSync;
 use crate::store::SyncPolicy;
 use crate::suite;
 
@@ -39,13 +38,9 @@ pub fn run_crash_test(args: CrashTestArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let sync = match args.sync {
-        SyncPolicy::EveryAppend => NetSync::EveryAppend,
-        SyncPolicy::None => NetSync::None,
-    };
     let (mut points, mut acknowledged, mut lost) = (0, 0, 0);
     for loaded in &corpus {
-        let report = match crash_test(&loaded.scenario, sync, args.points, args.seed) {
+        let report = match crash_test(&loaded.scenario, args.sync, args.points, args.seed) {
             Ok(report) => report,
             Err(error) => {
                 eprintln!("agentsim: {}: {error}", loaded.name);

@@ -4,8 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::scenario::{NetSync, Scenario};
-use crate::trace::{AppendAnswer, Event};
+use crate::check::Timeline;
+use crate::scenario::Scenario;
+use crate::store::SyncPolicy;
+use crate::trace::AppendAnswer;
 
 use super::{run_net, NetError, NetOptions};
 
@@ -26,7 +28,7 @@ pub struct CrashReport {
 
 /// Crashes the store at up to `points` distinct steps spread evenly over the run, with sync
 /// `sync` (the scenario's other faults stay as written).
-pub fn crash_test(scenario: &Scenario, sync: NetSync, points: u64, seed: u64) -> Result<CrashReport, NetError> {
+pub fn crash_test(scenario: &Scenario, sync: SyncPolicy, points: u64, seed: u64) -> Result<CrashReport, NetError> {
     let mut scenario = scenario.clone();
     scenario.net.get_or_insert_with(Default::default).sync = sync;
     let options = NetOptions {
@@ -51,7 +53,7 @@ pub fn crash_test(scenario: &Scenario, sync: NetSync, points: u64, seed: u64) ->
             },
         )?;
         report.points += 1;
-        let (acknowledged, lost) = acknowledged_and_lost(&run.outcome.trace.events);
+        let (acknowledged, lost) = acknowledged_and_lost(&scenario, &run.outcome);
         report.acknowledged += acknowledged;
         report.lost += lost;
         if lost > 0 {
@@ -62,32 +64,15 @@ pub fn crash_test(scenario: &Scenario, sync: NetSync, points: u64, seed: u64) ->
 }
 
 /// Entries acknowledged `ok`, and how many of them the file read back does not hold.
-fn acknowledged_and_lost(events: &[Event]) -> (u64, u64) {
-    let stored: BTreeSet<&str> = events
+fn acknowledged_and_lost(scenario: &Scenario, outcome: &crate::sim::RunOutcome) -> (u64, u64) {
+    let stored: BTreeSet<&str> = outcome.store.iter().map(|entry| entry.id.as_str()).collect();
+    let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+    let acknowledged: Vec<&str> = timeline
+        .appends
         .iter()
-        .find_map(|event| match event {
-            Event::Reopened { stored, .. } => Some(stored.iter().map(String::as_str).collect()),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let mut entries = std::collections::BTreeMap::new();
-    let (mut acknowledged, mut lost) = (0, 0);
-    for event in events {
-        match event {
-            Event::Append { effect, entry } => {
-                entries.insert(*effect, entry.id.as_str());
-            }
-            Event::AppendAnswer {
-                effect,
-                answer: AppendAnswer::Ok,
-            } => {
-                acknowledged += 1;
-                if entries.get(effect).is_some_and(|id| !stored.contains(id)) {
-                    lost += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    (acknowledged, lost)
+        .filter(|append| matches!(append.answer, Some((_, AppendAnswer::Ok))))
+        .map(|append| append.entry.id.as_str())
+        .collect();
+    let lost = acknowledged.iter().filter(|id| !stored.contains(*id)).count();
+    (acknowledged.len() as u64, lost as u64)
 }

@@ -10,10 +10,12 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use turmoil::net::{TcpListener, TcpStream};
 
+use crate::check::Timeline;
 use crate::model::{
     iso_timestamp, AssistantBlock, AssistantMessage, ContentBlock, SessionEntry, SessionHeader, StopReason, ToolCall,
     ToolResultMessage, Usage,
@@ -27,7 +29,7 @@ use crate::shell::{
 use crate::sim::fakes::{model_reply, Scripts, FAKE_API, FAKE_MODEL, FAKE_PROVIDER};
 use crate::sim::reference::runtime_parts;
 use crate::store::{FileStore, SimDisk, StoreError, SyncPolicy};
-use crate::trace::{AppendAnswer, Event, Operation};
+use crate::trace::{Event, Operation};
 
 use super::{Shared, IDLE_MS, MODEL_HOST, STORE_HOST};
 
@@ -150,11 +152,7 @@ async fn serve_store(
             Some("append") => {
                 let entry = request
                     .get("entry")
-                    .cloned()
-                    .and_then(|value| match value {
-                        Value::Object(object) => SessionEntry::from_object(object).ok(),
-                        _ => None,
-                    })
+                    .and_then(|value| SessionEntry::deserialize(value).ok())
                     .ok_or_else(|| std::io::Error::other("an append without a valid entry"))?;
                 let fault = {
                     let mut record = shared.borrow_mut();
@@ -578,7 +576,12 @@ pub(crate) async fn runtime_client(
 /// Reads the session file back through the store and restores a new runtime from it at the
 /// last acknowledged leaf.
 pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> HostResult {
-    let leaf = last_acknowledged_leaf(&shared, &scenario);
+    // The leaf a caller would resume from: the last entry the store acknowledged, else the
+    // leaf the runtime was restored at.
+    let leaf = {
+        let record = shared.borrow();
+        Timeline::new(&scenario, &record.trace, &[]).leaf_at(record.trace.events.len())
+    };
     let read = async {
         let mut stream = TcpStream::connect((STORE_HOST, STORE_PORT)).await?;
         write_line(&mut stream, &json!({"op": "read"})).await?;
@@ -592,19 +595,9 @@ pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> H
         Err(_) => json!({"error": Cause::new("store.timeout", "no answer to the read")}),
     };
     let entries: Result<Vec<SessionEntry>, Cause> = match answer.get("entries") {
-        Some(entries) => serde_json::from_value::<Vec<Value>>(entries.clone())
-            .map_err(|error| Cause::new("store.bad_answer", error.to_string()))
-            .and_then(|values| {
-                values
-                    .into_iter()
-                    .map(|value| match value {
-                        Value::Object(object) => {
-                            SessionEntry::from_object(object).map_err(|message| Cause::new("store.bad_entry", message))
-                        }
-                        _ => Err(Cause::new("store.bad_entry", "not an object")),
-                    })
-                    .collect()
-            }),
+        Some(entries) => {
+            Vec::<SessionEntry>::deserialize(entries).map_err(|error| Cause::new("store.bad_entry", error.to_string()))
+        }
         None => Err(answer
             .get("error")
             .cloned()
@@ -628,29 +621,4 @@ pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> H
     };
     record.push(Event::Reopened { leaf, stored, outcome });
     Ok(())
-}
-
-/// The leaf a caller would resume from: the last entry the store acknowledged, else the leaf
-/// the runtime was restored at.
-fn last_acknowledged_leaf(shared: &Shared, scenario: &Scenario) -> Option<String> {
-    let record = shared.borrow();
-    let mut leaf = scenario.config.active_leaf_id.clone();
-    let mut appended = std::collections::BTreeMap::new();
-    for event in &record.trace.events {
-        match event {
-            Event::Append { effect, entry } => {
-                appended.insert(*effect, entry.id.clone());
-            }
-            Event::AppendAnswer {
-                effect,
-                answer: AppendAnswer::Ok,
-            } => {
-                if let Some(id) = appended.get(effect) {
-                    leaf = Some(id.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-    leaf
 }

@@ -36,10 +36,9 @@ use tokio::sync::watch;
 
 use crate::model::SessionEntry;
 use crate::runtime::{EffectId, Mutations};
-use crate::scenario::{NetFaultKind, NetSync, Scenario};
+use crate::scenario::{NetFaultKind, Scenario};
 use crate::sim::rng::Rng;
 use crate::sim::{Counters, RunOutcome};
-use crate::store::SyncPolicy;
 use crate::trace::{Event, NetChange, Trace};
 
 pub const STORE_HOST: &str = "store";
@@ -59,8 +58,6 @@ pub struct NetOptions {
     pub seed: u64,
     /// Add faults drawn from the seed to the scenario's own.
     pub seeded_faults: bool,
-    /// Overrides the scenario's `net.sync`.
-    pub sync: Option<SyncPolicy>,
     /// Crash the store host after this many simulation steps (the crash test).
     pub crash_at_step: Option<u64>,
     pub mutations: Mutations,
@@ -187,10 +184,6 @@ fn seeded_episodes(seed: u64) -> Vec<Episode> {
 /// Runs `scenario` in the networked world.
 pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetError> {
     let plan = scenario.net.clone().unwrap_or_default();
-    let sync = options.sync.unwrap_or(match plan.sync {
-        NetSync::EveryAppend => SyncPolicy::EveryAppend,
-        NetSync::None => SyncPolicy::None,
-    });
     let turmoil_seed = turmoil_seed(options.seed);
     let mut builder = turmoil::Builder::new();
     builder
@@ -217,7 +210,7 @@ pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetE
     let plan = Rc::new(plan);
 
     {
-        let (shared, scenario) = (shared.clone(), scenario.clone());
+        let (shared, scenario, sync) = (shared.clone(), scenario.clone(), plan.sync);
         sim.host(STORE_HOST, move || {
             hosts::store_server(shared.clone(), scenario.clone(), sync)
         });

@@ -57,7 +57,7 @@ pub struct Scenario {
 pub struct NetPlan {
     /// When the store server syncs the session file: `every-append` (before it answers) or `none`.
     #[serde(default)]
-    pub sync: NetSync,
+    pub sync: crate::store::SyncPolicy,
     /// Per-message latency, drawn by turmoil between these bounds (milliseconds, at least 1:
     /// at 0 ms an acknowledgement slips through a partition made in the same step).
     #[serde(default = "default_latency_min")]
@@ -77,7 +77,7 @@ pub struct NetPlan {
 impl Default for NetPlan {
     fn default() -> NetPlan {
         NetPlan {
-            sync: NetSync::default(),
+            sync: crate::store::SyncPolicy::default(),
             latency_min_ms: default_latency_min(),
             latency_max_ms: default_latency_max(),
             store_timeout_ms: default_store_timeout(),
@@ -101,14 +101,6 @@ fn default_store_timeout() -> u64 {
 
 fn default_model_timeout() -> u64 {
     10_000
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NetSync {
-    #[default]
-    EveryAppend,
-    None,
 }
 
 /// One planned change of the networked world: when it starts (`after` a trace condition, or

@@ -341,19 +341,15 @@ impl Driver {
 
     /// Starts serving one effect; its answer comes back as a `Message::Done`.
     fn serve(&mut self, effect: Effect) {
+        if let Some(observer) = &self.services.observer {
+            observer.event(Event::issued(&effect));
+        }
         match effect {
             Effect::ModelRequest {
                 effect,
                 signal,
                 request,
             } => {
-                self.observe(Event::ModelRequest {
-                    effect,
-                    signal,
-                    system_prompt: request.system_prompt.clone(),
-                    messages: request.messages.clone(),
-                    tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
-                });
                 let abort = self.signal(signal);
                 let chunks = ChunkSink {
                     effect,
@@ -370,11 +366,6 @@ impl Driver {
                 });
             }
             Effect::ToolCall { effect, signal, call } => {
-                self.observe(Event::ToolCall {
-                    effect,
-                    signal,
-                    call: call.clone(),
-                });
                 let abort = self.signal(signal);
                 let future = self.services.tools.call(call, abort);
                 self.answer(effect, async move {
@@ -393,13 +384,6 @@ impl Driver {
                 call,
                 result,
             } => {
-                self.observe(Event::Hook {
-                    effect,
-                    extension: extension.clone(),
-                    phase,
-                    call: call.clone(),
-                    result: result.clone(),
-                });
                 let future = self.services.tools.hook(extension, phase, call, result);
                 self.answer(effect, async move {
                     let outcome = future.await;
@@ -411,10 +395,6 @@ impl Driver {
                 });
             }
             Effect::Append { effect, entry } => {
-                self.observe(Event::Append {
-                    effect,
-                    entry: entry.clone(),
-                });
                 let future = self.services.store.append(entry);
                 self.answer(effect, async move {
                     let (outcome, answer) = match future.await {
@@ -432,10 +412,6 @@ impl Driver {
                 });
             }
             Effect::Write { effect, text } => {
-                self.observe(Event::Write {
-                    effect,
-                    text: text.clone(),
-                });
                 let future = self.services.output.write(text);
                 self.answer(effect, async move {
                     let result = future.await;
@@ -451,15 +427,10 @@ impl Driver {
                 });
             }
             Effect::AbortSignal { signal } => {
-                self.observe(Event::AbortSignal { signal });
                 let sender = self.signals.entry(signal).or_insert_with(|| watch::channel(false).0);
                 sender.send_replace(true);
             }
             Effect::Settled { op, settlement } => {
-                self.observe(Event::Settled {
-                    op,
-                    settlement: settlement.clone(),
-                });
                 if let Some(reply) = self.replies.remove(&op) {
                     // The caller may have stopped waiting; the settlement is in the trace.
                     let _ = reply.send(settlement);

@@ -373,8 +373,9 @@ impl<'a> World<'a> {
         }
     }
 
-    /// Records an event that is not an effect (restore, end).
+    /// Records an event and counts it for the `after` conditions.
     pub fn push(&mut self, event: Event) {
+        self.counters.observe(&event);
         self.trace.push(event);
     }
 
@@ -435,7 +436,7 @@ impl<'a> World<'a> {
                 self.next_op = index + 1;
                 let op = OpId(index as u32 + 1);
                 let operation = self.scenario.operations[index].operation();
-                self.trace.push(Event::Deliver {
+                self.push(Event::Deliver {
                     op,
                     operation: operation.clone(),
                 });
@@ -459,7 +460,7 @@ impl<'a> World<'a> {
                 if self.aborted.contains(signal) {
                     let message = reply.aborted();
                     self.pending.remove(position);
-                    self.trace.push(Event::ModelResponse {
+                    self.push(Event::ModelResponse {
                         effect,
                         message: message.clone(),
                     });
@@ -467,8 +468,7 @@ impl<'a> World<'a> {
                 } else if reply.chunks_sent < reply.chunks.len() {
                     let text = reply.chunks[reply.chunks_sent].clone();
                     reply.chunks_sent += 1;
-                    self.counters.chunks += 1;
-                    self.trace.push(Event::ModelChunk {
+                    self.push(Event::ModelChunk {
                         effect,
                         text: text.clone(),
                     });
@@ -476,7 +476,7 @@ impl<'a> World<'a> {
                 } else {
                     let message = reply.message.clone();
                     self.pending.remove(position);
-                    self.trace.push(Event::ModelResponse {
+                    self.push(Event::ModelResponse {
                         effect,
                         message: message.clone(),
                     });
@@ -505,7 +505,7 @@ impl<'a> World<'a> {
                     }
                 };
                 self.pending.remove(position);
-                self.trace.push(Event::ToolAnswer {
+                self.push(Event::ToolAnswer {
                     effect,
                     answer: answer.clone(),
                 });
@@ -514,7 +514,7 @@ impl<'a> World<'a> {
             PendingKind::Hook { answer } => {
                 let answer = answer.clone();
                 self.pending.remove(position);
-                self.trace.push(Event::HookAnswer {
+                self.push(Event::HookAnswer {
                     effect,
                     answer: answer.clone(),
                 });
@@ -523,20 +523,17 @@ impl<'a> World<'a> {
             PendingKind::Append { entry, fault } => {
                 let answer = self.store.answer_append(entry, fault.as_ref());
                 self.pending.remove(position);
-                if answer == crate::trace::AppendAnswer::Ok {
-                    self.counters.appends_accepted += 1;
-                }
                 let outcome = match answer.cause() {
                     None => StoreOutcome::Ok,
                     Some(cause) => StoreOutcome::Failed(cause.clone()),
                 };
-                self.trace.push(Event::AppendAnswer { effect, answer });
+                self.push(Event::AppendAnswer { effect, answer });
                 Completion::Append(outcome)
             }
             PendingKind::Write { error } => {
                 let error = error.clone();
                 self.pending.remove(position);
-                self.trace.push(Event::WriteAnswer {
+                self.push(Event::WriteAnswer {
                     effect,
                     error: error.clone(),
                 });
@@ -551,24 +548,17 @@ impl<'a> World<'a> {
 
     /// Records one effect of the subject and prepares the world's answer to it.
     pub fn record(&mut self, effect: Effect) {
-        match effect {
+        self.push(Event::issued(&effect));
+        let (effect, kind) = match effect {
             Effect::ModelRequest {
                 effect,
                 signal,
                 request,
             } => {
-                self.counters.model_requests += 1;
                 let index = self.model_index;
                 self.model_index += 1;
                 let timestamp = self.scenario.config.clock.start_ms + 500_000 + index as u64 * 1_000;
                 let reply = model_reply(self.scenario, index, timestamp);
-                self.trace.push(Event::ModelRequest {
-                    effect,
-                    signal,
-                    system_prompt: request.system_prompt.clone(),
-                    messages: request.messages.clone(),
-                    tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
-                });
                 let check = self.scenario.model.get(index).and_then(|step| step.expect.as_ref());
                 if let Some(check) = check.filter(|_| self.request_checks) {
                     for problem in check_request(check, &request) {
@@ -579,72 +569,37 @@ impl<'a> World<'a> {
                         });
                     }
                 }
-                self.pending.push(Pending {
-                    effect,
-                    kind: PendingKind::Model { signal, reply },
-                });
+                (effect, PendingKind::Model { signal, reply })
             }
             Effect::ToolCall { effect, signal, call } => {
-                self.counters.tool_calls += 1;
                 let step = self.scripts.next_tool(self.scenario, &call.name);
-                self.trace.push(Event::ToolCall { effect, signal, call });
-                self.pending.push(Pending {
-                    effect,
-                    kind: PendingKind::Tool { signal, step },
-                });
+                (effect, PendingKind::Tool { signal, step })
             }
             Effect::Hook {
                 effect,
                 extension,
                 phase,
-                call,
-                result,
+                ..
             } => {
-                self.counters.hooks += 1;
                 let answer = self.scripts.next_hook(self.scenario, &extension, phase);
-                self.trace.push(Event::Hook {
-                    effect,
-                    extension,
-                    phase,
-                    call,
-                    result,
-                });
-                self.pending.push(Pending {
-                    effect,
-                    kind: PendingKind::Hook { answer },
-                });
+                (effect, PendingKind::Hook { answer })
             }
             Effect::Append { effect, entry } => {
-                self.counters.appends_issued += 1;
                 let (_, fault) = self.store.plan_append(&self.scenario.faults);
                 let fault = fault.cloned();
-                self.trace.push(Event::Append {
-                    effect,
-                    entry: entry.clone(),
-                });
-                self.pending.push(Pending {
-                    effect,
-                    kind: PendingKind::Append { entry, fault },
-                });
+                (effect, PendingKind::Append { entry, fault })
             }
-            Effect::Write { effect, text } => {
-                self.counters.writes += 1;
+            Effect::Write { effect, .. } => {
                 let error = self.store.plan_write(&self.scenario.faults);
-                self.trace.push(Event::Write { effect, text });
-                self.pending.push(Pending {
-                    effect,
-                    kind: PendingKind::Write { error },
-                });
+                (effect, PendingKind::Write { error })
             }
             Effect::AbortSignal { signal } => {
                 self.aborted.insert(signal);
-                self.trace.push(Event::AbortSignal { signal });
+                return;
             }
-            Effect::Settled { op, settlement } => {
-                self.counters.settled.insert(op);
-                self.trace.push(Event::Settled { op, settlement });
-            }
-        }
+            Effect::Settled { .. } => return,
+        };
+        self.pending.push(Pending { effect, kind });
     }
 }
 

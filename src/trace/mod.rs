@@ -9,7 +9,9 @@
 use serde::Serialize;
 
 use crate::model::{AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage};
-use crate::runtime::{Cause, EffectId, HookOutcome, HookPhase, OpId, OpValue, Settlement, SignalId, ToolOutcome};
+use crate::runtime::{
+    Cause, Effect, EffectId, HookOutcome, HookPhase, OpId, OpValue, Settlement, SignalId, ToolOutcome,
+};
 
 /// An operation as the scenario states it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -234,6 +236,56 @@ pub enum Event {
         pending: Vec<EffectId>,
         undelivered: Vec<OpId>,
     },
+}
+
+impl Event {
+    /// The event that records `effect` as the subject issued it (before any answer).
+    pub fn issued(effect: &Effect) -> Event {
+        match effect {
+            Effect::ModelRequest {
+                effect,
+                signal,
+                request,
+            } => Event::ModelRequest {
+                effect: *effect,
+                signal: *signal,
+                system_prompt: request.system_prompt.clone(),
+                messages: request.messages.clone(),
+                tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
+            },
+            Effect::ToolCall { effect, signal, call } => Event::ToolCall {
+                effect: *effect,
+                signal: *signal,
+                call: call.clone(),
+            },
+            Effect::Hook {
+                effect,
+                extension,
+                phase,
+                call,
+                result,
+            } => Event::Hook {
+                effect: *effect,
+                extension: extension.clone(),
+                phase: *phase,
+                call: call.clone(),
+                result: result.clone(),
+            },
+            Effect::Append { effect, entry } => Event::Append {
+                effect: *effect,
+                entry: entry.clone(),
+            },
+            Effect::Write { effect, text } => Event::Write {
+                effect: *effect,
+                text: text.clone(),
+            },
+            Effect::AbortSignal { signal } => Event::AbortSignal { signal: *signal },
+            Effect::Settled { op, settlement } => Event::Settled {
+                op: *op,
+                settlement: settlement.clone(),
+            },
+        }
+    }
 }
 
 /// A whole run's events, in order. Line numbers in renderings are 1-based indexes.

@@ -9,11 +9,11 @@ use agentsim::model::{AssistantBlock, AssistantMessage, SessionEntry, StopReason
 use agentsim::net::crash::crash_test;
 use agentsim::net::{run_net, NetOptions};
 use agentsim::runtime::{Cause, HookOutcome, ModelRequest, Runtime, RuntimeConfig, RuntimeDeps, ToolOutcome};
-use agentsim::scenario::NetSync;
 use agentsim::shell::{
     AbortSignal, AppendFailure, Applied, ChunkSink, LocalFuture, ModelService, OutputService, Services, Shell,
     StoreService, ToolService,
 };
+use agentsim::store::SyncPolicy;
 use agentsim::suite;
 
 use super::driver::large_budget;
@@ -29,8 +29,8 @@ fn crash_test_loses_no_acknowledged_entry_with_sync_on_and_does_without() {
     let corpus = corpus(&["scenarios/wiring", "scenarios/lab13"]);
     let (mut points, mut acknowledged, mut lost_on, mut lost_off) = (0, 0, 0, 0);
     for loaded in &corpus {
-        let on = crash_test(&loaded.scenario, NetSync::EveryAppend, 100, 0).expect("the world runs");
-        let off = crash_test(&loaded.scenario, NetSync::None, 100, 0).expect("the world runs");
+        let on = crash_test(&loaded.scenario, SyncPolicy::EveryAppend, 100, 0).expect("the world runs");
+        let off = crash_test(&loaded.scenario, SyncPolicy::None, 100, 0).expect("the world runs");
         points += on.points;
         acknowledged += on.acknowledged;
         lost_on += on.lost;
