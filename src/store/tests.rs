@@ -234,6 +234,43 @@ fn file_store_cuts_off_a_torn_tail_before_the_next_append() {
 }
 
 #[test]
+fn file_store_cuts_off_damage_before_complete_lines() {
+    // Without sync a crash can keep a later block of unsynced lines and lose an earlier one:
+    // a zero-filled hole in line 4, then a complete line 5.
+    let folder = TempDir::new("damaged");
+    let path = folder.join("session.jsonl");
+    let entries = chain(4);
+    let mut store = FileStore::create(RealDisk, &path, &header(), SyncPolicy::EveryAppend).expect("creates");
+    store.append(&entries[0]).expect("appends");
+    store.append(&entries[1]).expect("appends");
+    drop(store);
+    let intact_len = std::fs::metadata(&path).expect("exists").len();
+    let mut damaged = serde_json::to_vec(&entries[2]).expect("serializes");
+    damaged[10..40].fill(0);
+    damaged.push(b'\n');
+    let mut last = serde_json::to_vec(&entries[3]).expect("serializes");
+    last.push(b'\n');
+    RealDisk.append(&path, &damaged, true).expect("appends");
+    RealDisk.append(&path, &last, true).expect("appends");
+
+    let (mut store, opened) = FileStore::open(RealDisk, &path, SyncPolicy::EveryAppend).expect("opens");
+    assert_eq!(
+        opened.torn,
+        Some(TornTail {
+            line: 4,
+            offset: intact_len,
+            bytes: (damaged.len() + last.len()) as u64
+        })
+    );
+    assert_eq!(opened.entries, entries[..2]);
+    assert_eq!(std::fs::metadata(&path).expect("exists").len(), intact_len);
+    store.append(&entries[2]).expect("appends");
+    let (_, reopened) = FileStore::open(RealDisk, &path, SyncPolicy::EveryAppend).expect("opens");
+    assert_eq!(reopened.entries, entries[..3]);
+    assert_eq!(reopened.torn, None);
+}
+
+#[test]
 fn file_store_names_the_line_of_an_entry_it_cannot_read() {
     let folder = TempDir::new("bad-entry");
     let path = folder.join("session.jsonl");
