@@ -452,3 +452,33 @@ impl Driver {
         });
     }
 }
+
+/// The JSONL session file as the shell's store seam: each append is written (and synced, per
+/// the store's policy) before it is answered. A write error may have left part of the line on
+/// disk, so its application is `Unknown`; the runtime poisons either way.
+pub struct FileStoreService<D: crate::store::Disk> {
+    store: std::cell::RefCell<crate::store::FileStore<D>>,
+}
+
+impl<D: crate::store::Disk> FileStoreService<D> {
+    pub fn new(store: crate::store::FileStore<D>) -> FileStoreService<D> {
+        FileStoreService {
+            store: std::cell::RefCell::new(store),
+        }
+    }
+
+    /// Every entry of the file: those it held when opened, then those appended.
+    pub fn entries(&self) -> Vec<SessionEntry> {
+        self.store.borrow().entries().to_vec()
+    }
+}
+
+impl<D: crate::store::Disk> StoreService for FileStoreService<D> {
+    fn append(&self, entry: SessionEntry) -> LocalFuture<Result<(), AppendFailure>> {
+        let result = self.store.borrow_mut().append(&entry).map_err(|error| AppendFailure {
+            cause: Cause::new(error.code(), error.to_string()),
+            applied: Applied::Unknown,
+        });
+        Box::pin(async move { result })
+    }
+}

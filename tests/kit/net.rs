@@ -10,10 +10,11 @@ use agentsim::net::crash::crash_test;
 use agentsim::net::{run_net, NetOptions};
 use agentsim::runtime::{Cause, HookOutcome, ModelRequest, Runtime, RuntimeConfig, RuntimeDeps, ToolOutcome};
 use agentsim::shell::{
-    AbortSignal, AppendFailure, Applied, ChunkSink, LocalFuture, ModelService, OutputService, Services, Shell,
-    StoreService, ToolService,
+    AbortSignal, AppendFailure, Applied, ChunkSink, FileStoreService, LocalFuture, ModelService, OutputService,
+    Services, Shell, StoreService, ToolService,
 };
 use agentsim::store::SyncPolicy;
+use agentsim::store::{check_session, parse_session, FileStore, Limits, RealDisk};
 use agentsim::suite;
 
 use super::driver::large_budget;
@@ -188,4 +189,79 @@ fn the_shell_poisons_after_a_failed_append() {
     let poisoned = Err("disk".to_string());
     assert_eq!(outcomes[..3], [poisoned.clone(), poisoned.clone(), poisoned]);
     assert_eq!(ids.len(), 1, "nothing is appended after the failure");
+}
+
+#[test]
+fn the_shell_on_a_real_session_file_resumes_at_an_explicit_leaf() {
+    let folder = std::env::temp_dir().join(format!("agentsim-shell-file-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("a temp folder");
+    let path = folder.join("session.jsonl");
+    let header = agentsim::model::SessionHeader {
+        kind: "session".into(),
+        version: 3,
+        id: "00000000-0000-4000-8000-000000000001".into(),
+        timestamp: agentsim::model::iso_timestamp(0),
+        cwd: "/work".into(),
+        extra: Default::default(),
+    };
+    let config = |leaf: Option<String>| RuntimeConfig {
+        active_leaf_id: leaf,
+        system_prompt: None,
+        steps_max: 4,
+        context: large_budget(),
+    };
+    // Two sessions of the program: the second reopens the file at the leaf the first ended on.
+    let mut leaf = None;
+    for round in 1..=2 {
+        let sync = SyncPolicy::EveryAppend;
+        let (store, entries) = if round == 1 {
+            (
+                FileStore::create(RealDisk, &path, &header, sync).expect("creates"),
+                Vec::new(),
+            )
+        } else {
+            let (store, opened) = FileStore::open(RealDisk, &path, sync).expect("reopens");
+            assert_eq!(opened.torn, None);
+            (store, opened.entries)
+        };
+        // createId is the embedder's: a prefix per round keeps ids unique across the rounds.
+        let deps = RuntimeDeps {
+            ids: agentsim::runtime::IdRule {
+                prefix: format!("r{round}-"),
+                start: 1,
+            },
+            ..RuntimeDeps::default()
+        };
+        let runtime = Runtime::restore(config(leaf.clone()), deps, &entries).expect("restores");
+        let store = Rc::new(FileStoreService::new(store));
+        let services = Services {
+            model: Rc::new(EchoModel),
+            store: store.clone(),
+            tools: Rc::new(NoTools),
+            output: Rc::new(NoTools),
+            observer: None,
+        };
+        let local = tokio::task::LocalSet::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let run = local.block_on(&rt, async {
+            let (shell, _driver) = Shell::spawn(runtime, services);
+            shell.prompt(format!("round {round}")).await
+        });
+        let run = run.expect("the prompt resolves");
+        assert_eq!(
+            run.messages.len(),
+            2 * round,
+            "round {round} sees the earlier round's messages"
+        );
+        leaf = store.entries().last().map(|entry| entry.id.clone());
+    }
+    let bytes = std::fs::read(&path).expect("reads");
+    let parsed = parse_session(&bytes, Limits::default()).expect("a Pi session file");
+    assert_eq!(parsed.records.len(), 4);
+    assert_eq!(check_session(&parsed), Vec::new(), "the file is a clean Pi session");
+    let _ = std::fs::remove_dir_all(&folder);
 }
