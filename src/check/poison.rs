@@ -1,6 +1,6 @@
 //! POISON: the first failed append poisons the runtime for good, with that cause.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::runtime::Settlement;
 use crate::trace::{Event, Operation};
@@ -130,6 +130,12 @@ pub fn poison_5(timeline: &Timeline<'_>) -> Vec<Violation> {
     for entry in timeline.store {
         *seen.entry(entry.id.as_str()).or_default() += 1;
     }
+    let acknowledged: BTreeSet<&str> = timeline
+        .appends
+        .iter()
+        .filter(|append| matches!(append.answer, Some((_, crate::trace::AppendAnswer::Ok))))
+        .map(|append| append.entry.id.as_str())
+        .collect();
     for entry in added {
         let count = seen[entry.id.as_str()];
         if count > 1 {
@@ -140,7 +146,9 @@ pub fn poison_5(timeline: &Timeline<'_>) -> Vec<Violation> {
             ));
         }
         if let Some(parent) = &entry.parent_id {
-            if !seen.contains_key(parent.as_str()) {
+            // A parent the store acknowledged and then lost (a crash without sync, in the
+            // networked world) is the store's failure, judged by DURABLE-1, not a retry's.
+            if !seen.contains_key(parent.as_str()) && !acknowledged.contains(parent.as_str()) {
                 violations.push(Violation::new(
                     "POISON-5",
                     &[end],
