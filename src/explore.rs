@@ -363,25 +363,48 @@ fn enumerate(
     enumeration
 }
 
-/// How one mutant died.
+/// How one mutant died: the first schedule on which a catalogue rule flagged it.
 #[derive(Debug, Clone)]
 pub struct Kill {
     pub rule: String,
-    /// `name (strategy seed N)`.
     pub scenario: String,
+    pub strategy: StrategyKind,
+    pub seed: u64,
     pub replay: String,
     /// Schedules run until the kill, this one included.
     pub schedules: u64,
     pub elapsed: Duration,
 }
 
-/// Hunts a mutant: the canonical schedule of every scenario first, then `seeds` random and pct
-/// seeds of each. A violation of a catalogue rule is preferred as the reported killer.
-pub fn hunt_mutant(corpus: &[LoadedScenario], mutation: crate::runtime::Mutation, seeds: u64) -> Option<Kill> {
-    use crate::runtime::Mutations;
-    use crate::sim::reference::ReferenceSubject;
+/// What hunting one mutant found.
+#[derive(Debug, Clone)]
+pub struct Hunt {
+    pub mutant: crate::zoo::Mutant,
+    /// The kill by a rule; `None` when the mutant survived every schedule tried.
+    pub kill: Option<Kill>,
+    /// Whether the canonical schedules alone kill it.
+    pub canonical: bool,
+    /// A canonical failure flagged only by a scenario's `expect` block or a request check of
+    /// the scripted model: shown, never counted (it describes one schedule of the reference).
+    pub expect_only: Option<String>,
+    /// Every rule that flagged the mutant on a schedule run (all canonical schedules, and the
+    /// killing schedule of the hunt).
+    pub rules: BTreeSet<String>,
+}
+
+/// Hunts a mutant: the canonical schedule of every scenario (all of them, to learn which rules
+/// it breaks), then `seeds` random and pct seeds of each scenario until a rule kills it. Only a
+/// catalogue rule's violation is a kill.
+pub fn hunt_mutant(corpus: &[LoadedScenario], mutant: crate::zoo::Mutant, seeds: u64) -> Hunt {
     use crate::suite::{run_case, Verdict};
     let started = Instant::now();
+    let mut hunt = Hunt {
+        mutant,
+        kill: None,
+        canonical: false,
+        expect_only: None,
+        rules: BTreeSet::new(),
+    };
     let mut schedules = 0;
     let strategies = [
         StrategyKind::Scripted,
@@ -392,32 +415,49 @@ pub fn hunt_mutant(corpus: &[LoadedScenario], mutation: crate::runtime::Mutation
         let seed_count = if strategy == StrategyKind::Scripted { 1 } else { seeds };
         for seed in 0..seed_count {
             for loaded in corpus {
+                if hunt.kill.is_some() && strategy != StrategyKind::Scripted {
+                    return hunt;
+                }
                 schedules += 1;
-                let mut subject = ReferenceSubject::with_mutations(Mutations::with(mutation));
-                let case = run_case(loaded, strategy, seed, &mut subject);
-                let rule = match &case.verdict {
-                    Verdict::Failed => {
-                        let by_rule = case
+                let case = run_case(loaded, strategy, seed, mutant.subject().as_mut());
+                if case.verdict != Verdict::Failed {
+                    continue;
+                }
+                let by_rule: Vec<&Violation> = case
+                    .violations
+                    .iter()
+                    .filter(|violation| check::RULE_IDS.contains(&violation.rule.as_str()))
+                    .collect();
+                hunt.rules
+                    .extend(by_rule.iter().map(|violation| violation.rule.clone()));
+                let Some(first) = by_rule.first() else {
+                    if hunt.expect_only.is_none() {
+                        let rule = case
                             .violations
-                            .iter()
-                            .find(|violation| check::RULE_IDS.contains(&violation.rule.as_str()));
-                        match by_rule.or(case.violations.first()) {
-                            Some(violation) => violation.rule.clone(),
-                            None => continue,
-                        }
+                            .first()
+                            .map(|violation| violation.rule.as_str())
+                            .unwrap_or("-");
+                        hunt.expect_only = Some(format!("{rule} in {}", loaded.name));
                     }
-                    Verdict::Broken(failure) => failure.code().to_string(),
-                    _ => continue,
+                    continue;
                 };
-                return Some(Kill {
-                    rule,
-                    scenario: format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
-                    replay: format!("{} --mutant {}", case.replay_command(), mutation.name()),
-                    schedules,
-                    elapsed: started.elapsed(),
-                });
+                if hunt.kill.is_none() {
+                    hunt.canonical = strategy == StrategyKind::Scripted;
+                    hunt.kill = Some(Kill {
+                        rule: first.rule.clone(),
+                        scenario: loaded.name.clone(),
+                        strategy,
+                        seed,
+                        replay: format!("{} --mutant {}", case.replay_command(), mutant.name()),
+                        schedules,
+                        elapsed: started.elapsed(),
+                    });
+                }
             }
         }
+        if hunt.kill.is_some() {
+            return hunt;
+        }
     }
-    None
+    hunt
 }

@@ -53,3 +53,4 @@ pub mod sim;
 pub mod store;
 pub mod suite;
 pub mod trace;
+pub mod zoo;

@@ -9,6 +9,8 @@
 
 #[path = "kit/bad_input.rs"]
 mod bad_input;
+#[path = "kit/bite.rs"]
+mod bite;
 #[path = "kit/check_session.rs"]
 mod check_session;
 #[path = "kit/driver.rs"]

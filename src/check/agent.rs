@@ -84,7 +84,7 @@ pub fn agent_3(timeline: &Timeline<'_>) -> Vec<Violation> {
             .iter()
             .filter(|request| request.line > info.delivered)
             .collect();
-        for (index, request) in later.iter().enumerate() {
+        for request in &later {
             // Would the run have stopped before this request? Only when the previous response of
             // the same run had no tool call; a run's first request is never such a point.
             let previous = timeline
@@ -119,7 +119,7 @@ pub fn agent_3(timeline: &Timeline<'_>) -> Vec<Violation> {
                 }
                 break;
             }
-            if carries && index < later.len() {
+            if carries {
                 violations.push(Violation::new(
                     "AGENT-3",
                     &[info.delivered, request.line],
@@ -146,6 +146,17 @@ pub fn agent_4(timeline: &Timeline<'_>) -> Vec<Violation> {
                 format!("a model request with {signal} after it was aborted"),
             ));
         }
+        for call in timeline
+            .tool_calls
+            .iter()
+            .filter(|call| call.signal == *signal && call.line > *line)
+        {
+            violations.push(Violation::new(
+                "AGENT-4",
+                &[*line, call.line],
+                format!("tool call {} started with {signal} after it was aborted", call.call.id),
+            ));
+        }
         let owner = timeline
             .requests
             .iter()
@@ -161,6 +172,112 @@ pub fn agent_4(timeline: &Timeline<'_>) -> Vec<Violation> {
                     ));
                 }
             }
+        }
+    }
+    // A run resolves `aborted` only if its signal fired before it settled.
+    for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
+        let (Some(RunReason::Aborted), Some((settled, _))) = (run_reason(info), info.settled) else {
+            continue;
+        };
+        let fired = info.signal.is_some_and(|signal| {
+            timeline
+                .aborts
+                .iter()
+                .any(|(line, fired)| *fired == signal && *line < settled)
+        });
+        if !fired {
+            violations.push(Violation::new(
+                "AGENT-4",
+                &[settled],
+                format!("{} resolved with reason aborted, but its signal never fired", info.op),
+            ));
+        }
+    }
+    violations
+}
+
+/// The prompt-like operation whose agent run is in progress at `line`: it issued a model
+/// request before `line`, has appended nothing yet (appends start when the run ends) and has
+/// not settled.
+fn run_in_agent_phase<'t>(timeline: &'t Timeline<'_>, line: usize) -> Option<&'t OpInfo<'t>> {
+    timeline.ops.iter().filter(|info| info.is_prompt_like()).find(|info| {
+        timeline
+            .requests_of(info.op)
+            .first()
+            .is_some_and(|first| first.line < line)
+            && !timeline.appends_of(info.op).iter().any(|append| append.line < line)
+            && info.run_finished.is_none_or(|finished| finished > line)
+    })
+}
+
+/// Whether the event is something the subject emitted (not the world's answer or a delivery).
+fn is_subject_output(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::ModelRequest { .. }
+            | Event::ToolCall { .. }
+            | Event::Hook { .. }
+            | Event::Append { .. }
+            | Event::Write { .. }
+            | Event::AbortSignal { .. }
+            | Event::Settled { .. }
+    )
+}
+
+pub fn agent_8(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for abort in timeline
+        .ops
+        .iter()
+        .filter(|info| matches!(info.operation, Operation::Abort))
+    {
+        let Some(run) = run_in_agent_phase(timeline, abort.delivered) else {
+            continue;
+        };
+        let Some(signal) = run.signal else { continue };
+        if timeline
+            .aborts
+            .iter()
+            .any(|(line, fired)| *fired == signal && *line < abort.delivered)
+        {
+            continue;
+        }
+        // The runtime's answer to the abort: the events it emitted before the world's next move.
+        let batch: Vec<(usize, &Event)> = timeline
+            .events
+            .iter()
+            .enumerate()
+            .skip(abort.delivered + 1)
+            .take_while(|(_, event)| is_subject_output(event))
+            .collect();
+        let fired_at = batch
+            .iter()
+            .find(|(_, event)| matches!(event, Event::AbortSignal { signal: fired } if *fired == signal))
+            .map(|(line, _)| *line);
+        let first_work = batch
+            .iter()
+            .find(|(_, event)| {
+                matches!(
+                    event,
+                    Event::ModelRequest { .. } | Event::ToolCall { .. } | Event::Hook { .. } | Event::Append { .. }
+                )
+            })
+            .map(|(line, _)| *line);
+        match (fired_at, first_work) {
+            (None, _) => violations.push(Violation::new(
+                "AGENT-8",
+                &[abort.delivered],
+                format!(
+                    "abort {} arrived while {}'s run was active, but {signal} did not fire",
+                    abort.op, run.op
+                ),
+            )),
+            (Some(fired), Some(work)) if work < fired => violations.push(Violation::new(
+                "AGENT-8",
+                &[abort.delivered, work, fired],
+                format!("{}'s run issued more work before {signal} fired", run.op),
+            )),
+            _ => {}
         }
     }
     violations

@@ -29,6 +29,20 @@ pub fn context_1(timeline: &Timeline<'_>) -> Vec<Violation> {
                 format!("the messages take {kept} tokens, but only {available} remain after {fixed} of fixed costs"),
             ));
         }
+        // Not fewer either: the newest interactions that fit are all kept.
+        if let Some(expected) = super::project::expected_request_messages(timeline, request) {
+            if request.messages.len() < expected.len() && expected.ends_with(request.messages) {
+                violations.push(Violation::new(
+                    "CONTEXT-1",
+                    &[request.line],
+                    format!(
+                        "the request keeps {} messages; {} fit the budget (an interaction that fits was dropped)",
+                        request.messages.len(),
+                        expected.len()
+                    ),
+                ));
+            }
+        }
     }
     violations
 }

@@ -119,15 +119,40 @@ pub fn life_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     for info in timeline
         .ops
         .iter()
-        .filter(|info| info.is_prompt_like() && info.delivered > first_dispose)
+        // An unknown mode is MODE-3's: it fails before any prompt, disposed or not.
+        .filter(|info| is_valid_prompt(info) && info.delivered > first_dispose)
     {
-        let immediate = matches!(timeline.next_event(info.delivered), Some(Event::Settled { op, settlement: Settlement::Rejected(_) }) if *op == info.op);
-        if !immediate {
-            violations.push(Violation::new(
+        let rejected_with = match timeline.next_event(info.delivered) {
+            Some(Event::Settled {
+                op,
+                settlement: Settlement::Rejected(cause),
+            }) if *op == info.op => Some(cause),
+            _ => None,
+        };
+        match rejected_with {
+            None => violations.push(Violation::new(
                 "LIFE-4",
                 &[first_dispose, info.delivered],
                 format!("{} arrived after dispose but was not rejected at once", info.op),
-            ));
+            )),
+            Some(cause) => {
+                // The poison cause takes precedence (conformance.md); otherwise the one code.
+                let poisoned = timeline
+                    .first_failure()
+                    .is_some_and(|(failed_at, poison, _)| failed_at < info.delivered && poison == cause);
+                if !poisoned && cause.code != crate::runtime::disposed_cause().code {
+                    violations.push(Violation::new(
+                        "LIFE-4",
+                        &[info.delivered + 1],
+                        format!(
+                            "{} arrived after dispose and was rejected with `{}`, expected `{}`",
+                            info.op,
+                            cause.code,
+                            crate::runtime::disposed_cause().code
+                        ),
+                    ));
+                }
+            }
         }
         if !timeline.requests_of(info.op).is_empty() || !timeline.appends_of(info.op).is_empty() {
             violations.push(Violation::new(
@@ -158,16 +183,23 @@ pub fn life_5(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ));
             }
         }
-        if let Some(cause) = prompt.rejected_cause() {
-            if cause.code == crate::runtime::disposed_cause().code {
+        // Accepted work runs: the only rejection it may get is the poison cause (an append
+        // failed before it settled), never one of dispose's making, whatever its code.
+        if let (Some(cause), Some((settled, _))) = (prompt.rejected_cause(), prompt.settled) {
+            let poisoned = timeline
+                .first_failure()
+                .is_some_and(|(failed_at, poison, _)| failed_at <= settled && poison == cause);
+            let write_failed = timeline.writes.iter().any(|write| {
+                write.op == Some(prompt.op) && matches!(write.answer, Some((_, Some(failed))) if failed == cause)
+            });
+            if !poisoned && !write_failed {
                 violations.push(Violation::new(
                     "LIFE-5",
-                    &[prompt
-                        .settled
-                        .as_ref()
-                        .map(|(line, _)| *line)
-                        .unwrap_or(prompt.delivered)],
-                    format!("{} was accepted before dispose but rejected as disposed", prompt.op),
+                    &[settled],
+                    format!(
+                        "{} was accepted before dispose but rejected with `{}` instead of running",
+                        prompt.op, cause.code
+                    ),
                 ));
             }
         }

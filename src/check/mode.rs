@@ -55,7 +55,12 @@ pub fn mode_1(timeline: &Timeline<'_>) -> Vec<Violation> {
                 }
             }
             "json" => {
-                let problem = json_problem(write.text, &appended);
+                let expected = JsonExpected {
+                    reason: timeline.run_reason_of(info.op).map(|reason| reason.as_str()),
+                    steps: timeline.requests_of(info.op).len(),
+                    transcript: timeline.transcript_at(write.line),
+                };
+                let problem = json_problem(write.text, &appended, &expected);
                 if let Some(problem) = problem {
                     violations.push(Violation::new("MODE-1", &[write.line], format!("json mode: {problem}")));
                 }
@@ -66,7 +71,16 @@ pub fn mode_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-fn json_problem(text: &str, appended: &[Message]) -> Option<String> {
+/// What the json line must say, as far as the trace shows it.
+struct JsonExpected {
+    reason: Option<&'static str>,
+    steps: usize,
+    /// The whole transcript when the run's messages were accepted (restored path, then every
+    /// accepted message, this run's included).
+    transcript: Option<Vec<Message>>,
+}
+
+fn json_problem(text: &str, appended: &[Message], expected_json: &JsonExpected) -> Option<String> {
     let Some(body) = text.strip_suffix('\n') else {
         return Some("the output does not end with a newline".into());
     };
@@ -99,6 +113,30 @@ fn json_problem(text: &str, appended: &[Message]) -> Option<String> {
         .collect();
     if !messages.ends_with(&expected) {
         return Some("messages do not end with the messages the run appended".into());
+    }
+    if let Some(reason) = expected_json.reason {
+        if object["reason"] != reason {
+            return Some(format!("reason is {}, the run ended with {reason:?}", object["reason"]));
+        }
+    }
+    if object["steps"] != expected_json.steps {
+        return Some(format!(
+            "steps is {}, the run made {} model requests",
+            object["steps"], expected_json.steps
+        ));
+    }
+    if let Some(transcript) = &expected_json.transcript {
+        let transcript: Vec<Value> = transcript
+            .iter()
+            .map(|message| serde_json::to_value(message).expect("messages serialize"))
+            .collect();
+        if *messages != transcript {
+            return Some(format!(
+                "messages hold {} entries; the transcript (restored path and every accepted message) has {}",
+                messages.len(),
+                transcript.len()
+            ));
+        }
     }
     None
 }
@@ -142,12 +180,12 @@ pub fn mode_3(timeline: &Timeline<'_>) -> Vec<Violation> {
         if known(mode) {
             continue;
         }
-        let immediate = matches!(timeline.next_event(info.delivered), Some(Event::Settled { op, settlement: Settlement::Rejected(_) }) if *op == info.op);
+        let immediate = matches!(timeline.next_event(info.delivered), Some(Event::Settled { op, settlement: Settlement::Rejected(cause) }) if *op == info.op && cause.code == "mode.unknown");
         if !immediate {
             violations.push(Violation::new(
                 "MODE-3",
                 &[info.delivered],
-                format!("unknown mode `{mode}` was not rejected at once"),
+                format!("unknown mode `{mode}` was not rejected at once with `mode.unknown`"),
             ));
         }
         if !timeline.requests_of(info.op).is_empty() || !timeline.appends_of(info.op).is_empty() {
@@ -218,7 +256,20 @@ pub fn mode_5(timeline: &Timeline<'_>) -> Vec<Violation> {
             continue;
         };
         match settlement {
-            Settlement::Resolved(OpValue::Library { text, .. }) => {
+            Settlement::Resolved(OpValue::Library { text, reason }) => {
+                if let Some(expected) = timeline.run_reason_of(info.op) {
+                    if expected != *reason {
+                        violations.push(Violation::new(
+                            "MODE-5",
+                            &[*line],
+                            format!(
+                                "library reason {}, the run ended with {}",
+                                reason.as_str(),
+                                expected.as_str()
+                            ),
+                        ));
+                    }
+                }
                 let expected = last_assistant_text(&timeline.appended_messages(info.op));
                 if expected.as_ref().is_some_and(|expected| expected != text) {
                     violations.push(Violation::new(
@@ -236,7 +287,35 @@ pub fn mode_5(timeline: &Timeline<'_>) -> Vec<Violation> {
                 &[*line],
                 format!("library call resolved with {other:?}, expected {{reason, text}}"),
             )),
-            Settlement::Rejected(_) => {}
+            Settlement::Rejected(cause) => {
+                // The library adapter passes prompt()'s error on unchanged: the poison cause, or
+                // the disposed rejection.
+                let poison = timeline.first_failure().map(|(_, poison, _)| poison);
+                if poison != Some(cause) && cause.code != crate::runtime::disposed_cause().code {
+                    violations.push(Violation::new(
+                        "MODE-5",
+                        &[*line],
+                        format!("library call rejected with `{}`, not prompt()'s own error", cause.code),
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
+pub fn mode_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (info, _) in mode_ops(timeline) {
+        let Some((settled, _)) = info.settled else { continue };
+        for write in timeline.writes.iter().filter(|write| write.op == Some(info.op)) {
+            if write.answer.is_none_or(|(answered, _)| answered > settled) {
+                violations.push(Violation::new(
+                    "MODE-6",
+                    &[write.line, settled],
+                    format!("mode {} settled before the sink answered its write", info.op),
+                ));
+            }
         }
     }
     violations

@@ -263,3 +263,86 @@ pub fn persist_7(timeline: &Timeline<'_>) -> Vec<Violation> {
     }
     violations
 }
+
+/// Milliseconds since the epoch of an ISO-8601 time as Pi writes it
+/// (`2026-01-01T00:00:00.000Z`); `None` for anything else.
+fn parse_iso_ms(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 24 || &text[4..5] != "-" || &text[7..8] != "-" || &text[10..11] != "T" || &text[23..] != "Z" {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second, millis) = (number(11..13)?, number(14..16)?, number(17..19)?, number(20..23)?);
+    // Howard Hinnant's days_from_civil.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let ms = ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis;
+    u64::try_from(ms).ok()
+}
+
+pub fn persist_8(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let clock = &timeline.scenario.config.clock;
+    let mut violations = Vec::new();
+    let mut previous: Option<(usize, u64)> = None;
+    for append in &timeline.appends {
+        let from_clock = parse_iso_ms(&append.entry.timestamp).filter(|ms| {
+            *ms >= clock.start_ms
+                && match clock.step_ms {
+                    0 => *ms == clock.start_ms,
+                    step => (ms - clock.start_ms).is_multiple_of(step),
+                }
+        });
+        let Some(ms) = from_clock else {
+            violations.push(Violation::new(
+                "PERSIST-8",
+                &[append.line],
+                format!(
+                    "entry `{}` has timestamp {:?}, which no reading of the clock rule gives",
+                    append.entry.id, append.entry.timestamp
+                ),
+            ));
+            continue;
+        };
+        if let Some((line, earlier)) = previous {
+            if ms < earlier {
+                violations.push(Violation::new(
+                    "PERSIST-8",
+                    &[line, append.line],
+                    format!(
+                        "entry `{}` is stamped before the entry appended ahead of it",
+                        append.entry.id
+                    ),
+                ));
+            }
+        }
+        previous = Some((append.line, ms));
+    }
+    violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_iso_ms;
+    use crate::model::iso_timestamp;
+
+    #[test]
+    fn parse_iso_ms_inverts_iso_timestamp() {
+        for ms in [
+            0,
+            1_767_225_600_000,
+            1_767_225_601_234,
+            951_782_400_999,
+            4_102_444_800_000,
+        ] {
+            assert_eq!(parse_iso_ms(&iso_timestamp(ms)), Some(ms), "{}", iso_timestamp(ms));
+        }
+        assert_eq!(parse_iso_ms("2026-01-01T00:00:00Z"), None);
+        assert_eq!(parse_iso_ms("yesterday"), None);
+    }
+}

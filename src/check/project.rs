@@ -6,7 +6,7 @@ use crate::model::{build_context_over, merge_system_prompt, Message};
 use crate::runtime::{OpId, SignalId};
 use crate::trace::quote_short;
 
-use super::timeline::Timeline;
+use super::timeline::{RequestInfo, Timeline};
 use super::Violation;
 
 /// The system prompt every request must carry.
@@ -17,55 +17,64 @@ pub fn expected_system_prompt(timeline: &Timeline<'_>) -> Option<String> {
     )
 }
 
-pub fn project_1(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let mut violations = Vec::new();
+/// The messages `request` must carry, when the trace fixes them: `build_context` over the
+/// active path at the request (the restored path and every accepted append) and the run's
+/// unpersisted suffix at that moment. The suffix is exact: the run's messages (as it appended
+/// them) before its response to this request. `None` when the run's appends do not reach this
+/// request's response (a run cut short by poison, dispose or the end of the trace).
+pub fn expected_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<'_>) -> Option<Vec<Message>> {
+    let op = request.op?;
     let system_prompt = expected_system_prompt(timeline);
     let budget = timeline.scenario.config.context;
+    let appends = timeline.appends_of(op);
+    let run_messages: Vec<&Message> = appends.iter().filter_map(|append| append.entry.as_message()).collect();
+    let index = timeline
+        .requests_of(op)
+        .iter()
+        .position(|earlier| earlier.line == request.line)?;
+    let end = run_messages
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| message.as_assistant().is_some())
+        .nth(index)
+        .map(|(position, _)| position)?;
+    let persisted = appends
+        .iter()
+        .filter(|append| append.accepted_before(request.line))
+        .count();
+    let unpersisted = run_messages.get(persisted..end)?;
+    let projected = match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
+        (Some(initial), Some(accepted)) => {
+            let suffix = accepted.iter().chain(unpersisted).copied();
+            build_context_over(initial, suffix, system_prompt.as_deref(), &budget)
+        }
+        _ => {
+            let path = timeline.active_path_at(request.line)?;
+            build_context_over(&path, unpersisted.iter().copied(), system_prompt.as_deref(), &budget)
+        }
+    };
+    Some(projected.messages)
+}
+
+pub fn project_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
     for request in &timeline.requests {
-        let Some(op) = request.op else { continue };
-        let appends = timeline.appends_of(op);
-        let run_messages: Vec<&Message> = appends.iter().filter_map(|append| append.entry.as_message()).collect();
-        let persisted = appends
-            .iter()
-            .filter(|append| append.accepted_before(request.line))
-            .count();
-        if persisted > run_messages.len() {
+        let Some(expected) = expected_request_messages(timeline, request) else {
+            continue;
+        };
+        if expected == request.messages {
             continue;
         }
-        let unpersisted = &run_messages[persisted..];
-        // The active path: the restored path plus the accepted chain (materialized only when
-        // the accepted entries do not simply extend the restored leaf).
-        let matches = match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
-            (Some(initial), Some(accepted)) => (0..=unpersisted.len()).any(|end| {
-                let suffix = accepted.iter().chain(&unpersisted[..end]).copied();
-                build_context_over(initial, suffix, system_prompt.as_deref(), &budget).messages == request.messages
-            }),
-            _ => {
-                let Some(path) = timeline.active_path_at(request.line) else {
-                    continue;
-                };
-                (0..=unpersisted.len()).any(|end| {
-                    let suffix = unpersisted[..end].iter().copied();
-                    build_context_over(&path, suffix, system_prompt.as_deref(), &budget).messages == request.messages
-                })
-            }
-        };
-        let complete = timeline
-            .op(op)
-            .and_then(|info| info.settled)
-            .is_some_and(|(line, _)| timeline.all_appends_accepted_before(op, line + 1));
-        if !matches && complete {
-            let roles: Vec<&str> = request.messages.iter().map(Message::role).collect();
-            violations.push(Violation::new(
-                "PROJECT-1",
-                &[request.line],
-                format!(
-                    "the request's messages [{}] are not build_context(active path + unpersisted suffix) for any prefix of the run's {} messages",
-                    roles.join(","),
-                    run_messages.len()
-                ),
-            ));
-        }
+        let roles = |messages: &[Message]| messages.iter().map(Message::role).collect::<Vec<_>>().join(",");
+        violations.push(Violation::new(
+            "PROJECT-1",
+            &[request.line],
+            format!(
+                "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]",
+                roles(request.messages),
+                roles(&expected)
+            ),
+        ));
     }
     violations
 }
@@ -106,23 +115,41 @@ pub fn project_3(timeline: &Timeline<'_>) -> Vec<Violation> {
 }
 
 pub fn project_4(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let expected: Vec<&str> = timeline.scenario.tools.iter().map(|tool| tool.name.as_str()).collect();
-    timeline
-        .requests
-        .iter()
-        .filter(|request| request.tools.iter().map(String::as_str).collect::<Vec<_>>() != expected)
-        .map(|request| {
-            Violation::new(
-                "PROJECT-4",
-                &[request.line],
-                format!(
-                    "tools [{}], expected the registry's [{}]",
-                    request.tools.join(","),
-                    expected.join(",")
-                ),
+    let expected: Vec<crate::model::ToolSpec> = timeline.scenario.tools.iter().map(|tool| tool.spec()).collect();
+    let names = |tools: &[crate::model::ToolSpec]| -> String {
+        tools
+            .iter()
+            .map(|tool| tool.name.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        if request.tools == expected.as_slice() {
+            continue;
+        }
+        let message = if names(request.tools) != names(&expected) {
+            format!(
+                "tools [{}], expected the registry's [{}] in registration order",
+                names(request.tools),
+                names(&expected)
             )
-        })
-        .collect()
+        } else {
+            let changed: Vec<&str> = request
+                .tools
+                .iter()
+                .zip(&expected)
+                .filter(|(sent, registered)| sent != registered)
+                .map(|(sent, _)| sent.name.as_str())
+                .collect();
+            format!(
+                "the specs of [{}] differ from the registry's (description or parameter schema)",
+                changed.join(",")
+            )
+        };
+        violations.push(Violation::new("PROJECT-4", &[request.line], message));
+    }
+    violations
 }
 
 pub fn project_5(timeline: &Timeline<'_>) -> Vec<Violation> {
@@ -173,4 +200,55 @@ pub fn operation_running_at(timeline: &Timeline<'_>, line: usize) -> Option<OpId
         .filter(|info| info.is_prompt_like() && info.delivered < line)
         .find(|info| info.run_finished.is_none_or(|finished| finished > line))
         .map(|info| info.op)
+}
+
+pub fn project_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
+        let responses: Vec<&crate::model::AssistantMessage> = timeline
+            .requests_of(info.op)
+            .iter()
+            .filter_map(|request| request.response.map(|(_, message)| message))
+            .collect();
+        for append in timeline.appends_of(info.op) {
+            let Some(recorded) = append.entry.as_message().and_then(Message::as_assistant) else {
+                continue;
+            };
+            if !responses.contains(&recorded) {
+                violations.push(Violation::new(
+                    "PROJECT-6",
+                    &[append.line],
+                    format!(
+                        "{} recorded an assistant message the model never sent ({}): the run ended without its request",
+                        info.op,
+                        recorded.error_message.as_deref().unwrap_or("no error message")
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+pub fn project_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for request in &timeline.requests {
+        let repeated = request
+            .messages
+            .iter()
+            .enumerate()
+            .find(|(index, message)| request.messages[..*index].contains(message));
+        if let Some((index, message)) = repeated {
+            violations.push(Violation::new(
+                "PROJECT-7",
+                &[request.line],
+                format!(
+                    "message {} ({}) appears twice: a persisted message was sent again as temporary",
+                    index + 1,
+                    message.role()
+                ),
+            ));
+        }
+    }
+    violations
 }

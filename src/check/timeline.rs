@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{path_to, AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage};
+use crate::model::{path_to, AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
 use crate::runtime::{Cause, EffectId, HookOutcome, HookPhase, OpId, Settlement, SignalId, ToolOutcome};
 use crate::scenario::Scenario;
 use crate::trace::{AppendAnswer, Event, Operation, Trace};
@@ -47,7 +47,7 @@ pub struct RequestInfo<'a> {
     pub signal: SignalId,
     pub system_prompt: Option<&'a str>,
     pub messages: &'a [Message],
-    pub tools: &'a [String],
+    pub tools: &'a [ToolSpec],
     pub op: Option<OpId>,
     pub response: Option<(Line, &'a AssistantMessage)>,
 }
@@ -400,6 +400,47 @@ impl<'a> Timeline<'a> {
             leaf = Some(append.entry.id.as_str());
             messages.push(append.entry.as_message()?);
         }
+        Some(messages)
+    }
+
+    /// The reason `op`'s run ended with, as the trace shows it: `aborted` when its signal fired;
+    /// else its last response's stop reason, `max_steps` when the last of `maxSteps` requests
+    /// still asked for tools. `None` when the run made no request or its last is unanswered.
+    pub fn run_reason_of(&self, op: OpId) -> Option<crate::runtime::RunReason> {
+        use crate::model::StopReason;
+        use crate::runtime::RunReason;
+        let info = self.op(op)?;
+        if let Some(signal) = info.signal {
+            if self.aborts.iter().any(|(_, fired)| *fired == signal) {
+                return Some(RunReason::Aborted);
+            }
+        }
+        let requests = self.requests_of(op);
+        let (_, last) = requests.last()?.response?;
+        Some(match last.stop_reason {
+            StopReason::Error => RunReason::Error,
+            StopReason::Aborted => RunReason::Aborted,
+            StopReason::Length if last.tool_calls().is_empty() => RunReason::Length,
+            _ if !last.tool_calls().is_empty() => {
+                if requests.len() >= self.scenario.config.max_steps.max(1) as usize {
+                    RunReason::MaxSteps
+                } else {
+                    return None;
+                }
+            }
+            // At the step bound, a pending steer or follow-up makes the run end `max_steps`
+            // rather than `stop`; the trace does not always show which.
+            _ if requests.len() >= self.scenario.config.max_steps.max(1) as usize => return None,
+            _ => RunReason::Stop,
+        })
+    }
+
+    /// The transcript at `line`: the restored path's messages, then every message accepted
+    /// before it; `None` when the accepted appends do not form one chain.
+    pub fn transcript_at(&self, line: Line) -> Option<Vec<Message>> {
+        let initial = self.initial_path.as_ref()?;
+        let mut messages: Vec<Message> = initial.iter().filter_map(|entry| entry.as_message().cloned()).collect();
+        messages.extend(self.accepted_chain_before(line)?.into_iter().cloned());
         Some(messages)
     }
 

@@ -192,7 +192,16 @@ pub fn wire_4(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             ));
         }
-        if !extensions.starts_with(&after_names) {
+        // Once the call has a recorded result and no before hook blocked it, every
+        // extension's after hook ran, in order: none skipped, the last one included.
+        let blocked = befores.iter().any(|hook| blocks(&hook.answer));
+        let complete = !blocked && recorded_result(timeline, story.op, &story.call_id).is_some();
+        let afters_ok = if complete {
+            after_names == extensions
+        } else {
+            extensions.starts_with(&after_names)
+        };
+        if !afters_ok {
             violations.push(Violation::new(
                 "WIRE-4",
                 &afters.iter().map(|hook| hook.line).collect::<Vec<_>>(),

@@ -112,9 +112,8 @@ pub fn run_bench(args: BenchArgs) -> u8 {
 fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Duration) {
     use crate::bench::stress::stress_hunt;
     use crate::explore::hunt_mutant;
-    use crate::runtime::{Mutation, Mutations};
-    use crate::sim::reference::ReferenceSubject;
     use crate::sim::Subject;
+    use crate::zoo::Mutant;
 
     // Stress tasks may outlive a run by a few milliseconds, so they borrow a corpus that lives
     // as long as the process.
@@ -139,11 +138,11 @@ fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Durat
     let (mut kit_total, mut stress_total) = (Duration::ZERO, Duration::ZERO);
     let mut both = 0;
     let mut ratio_sum = 0.0;
-    for mutation in Mutation::ALL {
-        let kit = hunt_mutant(corpus, *mutation, 20);
-        let factory = move || -> Box<dyn Subject + Send> {
-            Box::new(ReferenceSubject::with_mutations(Mutations::with(*mutation)))
-        };
+    let mutants = Mutant::all();
+    for mutant in &mutants {
+        let mutant = *mutant;
+        let kit = hunt_mutant(corpus, mutant, 20).kill;
+        let factory = move || -> Box<dyn Subject + Send> { mutant.subject() };
         let (runs, stress) = stress_hunt(scenarios, &factory, budget);
         let show = |time: Option<Duration>| match time {
             Some(time) => format!("{:.2} ms", time.as_secs_f64() * 1000.0),
@@ -151,7 +150,7 @@ fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Durat
         };
         println!(
             "{:<28} {:>14} {:>12} {:>14} {:>12}",
-            mutation.name(),
+            mutant.name(),
             kit.as_ref()
                 .map(|kill| kill.schedules.to_string())
                 .unwrap_or_else(|| "-".into()),
@@ -172,7 +171,7 @@ fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Durat
             }
         }
     }
-    let count = Mutation::ALL.len();
+    let count = mutants.len();
     println!(
         "detection: kit {kit_found}/{count}, naive stress {stress_found}/{count} within {:.1} s each",
         budget.as_secs_f64()

@@ -9,11 +9,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::explore::{explore, hunt_mutant, ExploreConfig, ExploreSummary};
 use crate::protocol::external::ExternalSubject;
-use crate::runtime::{Mutation, Mutations};
 use crate::scenario::LoadedScenario;
 use crate::sim::reference::ReferenceSubject;
 use crate::sim::{StrategyKind, Subject};
 use crate::suite::{self, WorldKind};
+use crate::zoo::Mutant;
 
 use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLATION};
 
@@ -38,7 +38,7 @@ pub struct ExploreArgs {
     check_determinism: bool,
     /// Explore a deliberately broken reference.
     #[arg(long, value_parser = parse_mutation)]
-    mutant: Option<Mutation>,
+    mutant: Option<Mutant>,
     /// Worker threads (default: the machine's cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -145,7 +145,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     let factory = move || -> Box<dyn Subject> {
         match (&implementation, mutant) {
             (Some(command), _) => Box::new(ExternalSubject::new(command.clone(), step_timeout)),
-            (None, Some(mutation)) => Box::new(ReferenceSubject::with_mutations(Mutations::with(mutation))),
+            (None, Some(mutant)) => mutant.subject(),
             (None, None) => Box::new(ReferenceSubject::new()),
         }
     };
@@ -155,7 +155,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     let mut summary = summary;
     let suffix = match (&args.implementation, mutant) {
         (Some(command), _) => format!(" --impl '{command}'"),
-        (None, Some(mutation)) => format!(" --mutant {}", mutation.name()),
+        (None, Some(mutant)) => format!(" --mutant {}", mutant.name()),
         (None, None) => String::new(),
     };
     for failure in &mut summary.failures {
@@ -244,7 +244,7 @@ pub struct MutantsArgs {
     seeds: u64,
     /// Only these mutants (default: all).
     #[arg(long = "only", value_parser = parse_mutation)]
-    only: Vec<Mutation>,
+    only: Vec<Mutant>,
 }
 
 pub fn run_mutants(args: MutantsArgs) -> u8 {
@@ -252,34 +252,53 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
         Ok(corpus) => corpus,
         Err(code) => return code,
     };
-    let mutants: Vec<Mutation> = if args.only.is_empty() {
-        Mutation::ALL.to_vec()
-    } else {
-        args.only
-    };
+    let mutants: Vec<Mutant> = if args.only.is_empty() { Mutant::all() } else { args.only };
     let mut killed = 0;
+    let mut rules_fired: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     println!(
-        "{:<28} {:<10} {:<44} {:>9} {:>10}",
-        "mutant", "rule", "killed by", "schedules", "time"
+        "{:<34} {:<6} {:<11} {:<9} {:<54} {:>9} {:>10}",
+        "mutant", "kind", "rule", "canonical", "killed by (scenario, strategy, seed)", "schedules", "time"
     );
-    for mutation in &mutants {
-        match hunt_mutant(&corpus, *mutation, args.seeds) {
+    for mutant in &mutants {
+        let hunt = hunt_mutant(&corpus, *mutant, args.seeds);
+        rules_fired.extend(hunt.rules.iter().cloned());
+        match &hunt.kill {
             Some(kill) => {
                 killed += 1;
+                let by = format!("{} ({} seed {})", kill.scenario, kill.strategy.spelling(), kill.seed);
                 println!(
-                    "{:<28} {:<10} {:<44} {:>9} {:>8.1}ms",
-                    mutation.name(),
+                    "{:<34} {:<6} {:<11} {:<9} {:<54} {:>9} {:>8.1}ms",
+                    mutant.name(),
+                    mutant.kind(),
                     kill.rule,
-                    kill.scenario,
+                    if hunt.canonical { "yes" } else { "no" },
+                    by,
                     kill.schedules,
                     kill.elapsed.as_secs_f64() * 1000.0
                 );
-                println!("{:<28} replay: {}", "", kill.replay);
+                println!("{:<34} replay: {}", "", kill.replay);
             }
-            None => println!("{:<28} SURVIVED", mutation.name()),
+            None => println!("{:<34} {:<6} SURVIVED every rule", mutant.name(), mutant.kind()),
+        }
+        if let Some(expect_only) = &hunt.expect_only {
+            println!("{:<34} (not counted: an expect-only failure, {expect_only})", "");
         }
     }
-    println!("killed {killed} of {}", mutants.len());
+    let silent: Vec<&str> = crate::check::RULE_IDS
+        .iter()
+        .copied()
+        .filter(|rule| !rules_fired.contains(*rule))
+        .collect();
+    println!(
+        "rules no mutant breaks ({}): {}",
+        silent.len(),
+        if silent.is_empty() {
+            "none".to_string()
+        } else {
+            silent.join(", ")
+        }
+    );
+    println!("killed {killed} of {} (kills by catalogue rules only)", mutants.len());
     if killed == mutants.len() {
         EXIT_PASSED
     } else {

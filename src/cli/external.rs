@@ -14,12 +14,12 @@ use crate::deviations::{self, Comparison, ExpectationFile};
 use crate::protocol::diff::first_divergence;
 use crate::protocol::wire::Hello;
 use crate::protocol::ExternalSubject;
-use crate::runtime::{Mutation, Mutations};
 use crate::scenario::LoadedScenario;
 use crate::sim::reference::ReferenceSubject;
 use crate::sim::StrategyKind;
 use crate::suite::{self, CaseReport, Verdict};
 use crate::trace::Event;
+use crate::zoo::Mutant;
 
 use super::{exit_code, matrix, report, Format, EXIT_BAD_INPUT, EXIT_PASSED, EXIT_VIOLATION};
 
@@ -29,7 +29,7 @@ pub(super) struct RunArgs {
     pub strategy: StrategyKind,
     pub seed: u64,
     pub format: Format,
-    pub mutant: Option<Mutation>,
+    pub mutant: Option<Mutant>,
     pub implementation: Option<String>,
     pub step_timeout: Duration,
     pub expect: Option<PathBuf>,
@@ -69,7 +69,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
                 }
                 report
             }
-            None => suite::run_case(loaded, args.strategy, args.seed, &mut reference(args.mutant)),
+            None => suite::run_case(loaded, args.strategy, args.seed, super::subject(args.mutant).as_mut()),
         })
         .collect();
     let comparison = expectations
@@ -145,7 +145,18 @@ pub(super) fn replay_case(
 }
 
 /// `agentsim serve`: the reference as an adapter on stdin/stdout.
-pub(super) fn serve(mutant: Option<Mutation>) -> u8 {
+pub(super) fn serve(mutant: Option<Mutant>) -> u8 {
+    let mutant = match mutant.map(|mutant| (mutant, mutant.switch())) {
+        Some((mutant, None)) => {
+            eprintln!(
+                "agentsim serve: `{}` is a seam mutant, a decorator around the in-process reference; serve takes the core switches only",
+                mutant.name()
+            );
+            return EXIT_BAD_INPUT;
+        }
+        Some((_, switch)) => switch,
+        None => None,
+    };
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
     match crate::protocol::serve::serve(stdin, stdout, mutant) {
@@ -154,13 +165,6 @@ pub(super) fn serve(mutant: Option<Mutation>) -> u8 {
             eprintln!("agentsim serve: {error} ({})", error.code());
             EXIT_BAD_INPUT
         }
-    }
-}
-
-fn reference(mutant: Option<Mutation>) -> ReferenceSubject {
-    match mutant {
-        Some(mutation) => ReferenceSubject::with_mutations(Mutations::with(mutation)),
-        None => ReferenceSubject::new(),
     }
 }
 
@@ -253,7 +257,7 @@ fn implementation_name(args: &RunArgs, hello: Option<&Hello>) -> String {
         (Some(_), Some(hello)) => hello.implementation.to_string(),
         (Some(_), None) => "(the adapter never said hello)".to_string(),
         (None, _) => {
-            let mut hello = crate::protocol::serve::hello(args.mutant);
+            let mut hello = crate::protocol::serve::hello(args.mutant.and_then(Mutant::switch));
             hello.implementation.name.push_str(" (in process)");
             hello.implementation.to_string()
         }

@@ -19,11 +19,11 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::net::NetOptions;
-use crate::runtime::{Mutation, Mutations};
+use crate::runtime::Mutations;
 use crate::sim::reference::ReferenceSubject;
 use crate::sim::StrategyKind;
-use crate::sim::Subject;
 use crate::suite::{self, CaseReport, Verdict, WorldKind};
+use crate::zoo::Mutant;
 
 pub const EXIT_PASSED: u8 = 0;
 pub const EXIT_VIOLATION: u8 = 1;
@@ -57,7 +57,7 @@ enum Command {
         format: Format,
         /// Run a deliberately broken reference (a named mutation; see `runtime::mutation`).
         #[arg(long, value_parser = parse_mutation)]
-        mutant: Option<Mutation>,
+        mutant: Option<Mutant>,
         /// Run an implementation behind the adapter protocol (`sh -c CMD`, one process per
         /// scenario; docs/protocol.md) instead of the in-process reference.
         #[arg(long = "impl", value_name = "CMD")]
@@ -83,7 +83,7 @@ enum Command {
     Serve {
         /// Serve a deliberately broken reference.
         #[arg(long, value_parser = parse_mutation)]
-        mutant: Option<Mutation>,
+        mutant: Option<Mutant>,
     },
     /// Crash the store host at many points of a networked run and count the acknowledged
     /// entries lost (exit 1 when any is).
@@ -99,7 +99,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[arg(long, value_parser = parse_mutation)]
-        mutant: Option<Mutation>,
+        mutant: Option<Mutant>,
         /// Replay on an implementation behind the adapter protocol.
         #[arg(long = "impl", value_name = "CMD")]
         implementation: Option<String>,
@@ -142,17 +142,20 @@ fn parse_strategy(text: &str) -> Result<StrategyKind, String> {
     StrategyKind::parse(text)
 }
 
-fn parse_mutation(text: &str) -> Result<Mutation, String> {
-    Mutation::from_name(text).ok_or_else(|| {
-        let names: Vec<&str> = Mutation::ALL.iter().map(|mutation| mutation.name()).collect();
-        format!("unknown mutation `{text}`: expected one of {}", names.join(", "))
+fn parse_mutation(text: &str) -> Result<Mutant, String> {
+    Mutant::from_name(text).ok_or_else(|| {
+        format!(
+            "unknown mutant `{text}`: expected one of {}",
+            crate::zoo::names().join(", ")
+        )
     })
 }
 
-fn subject(mutant: Option<Mutation>) -> ReferenceSubject {
+/// The in-process reference, or one mutant of the zoo.
+fn subject(mutant: Option<Mutant>) -> Box<dyn crate::sim::Subject> {
     match mutant {
-        Some(mutation) => ReferenceSubject::with_mutations(Mutations::with(mutation)),
-        None => ReferenceSubject::new(),
+        Some(mutant) => mutant.subject(),
+        None => Box::new(ReferenceSubject::new()),
     }
 }
 
@@ -250,7 +253,7 @@ struct ReplayOptions {
     strategy: StrategyKind,
     seed: u64,
     json: bool,
-    mutant: Option<Mutation>,
+    mutant: Option<Mutant>,
     implementation: Option<(String, Duration)>,
     choices: Option<Choices>,
     world: WorldKind,
@@ -288,7 +291,7 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
             &NetOptions {
                 seed,
                 seeded_faults: true,
-                mutations: subject(mutant).reference_mutations().unwrap_or_default(),
+                mutations: mutant.and_then(Mutant::switch).map(Mutations::with).unwrap_or_default(),
                 ..NetOptions::default()
             },
         ),
@@ -302,8 +305,8 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         }
         Some((command, step_timeout)) => external::replay_case(loaded, strategy, seed, &command, step_timeout),
         None => match &choices {
-            Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, &mut subject(mutant)),
-            None => suite::run_case(loaded, strategy, seed, &mut subject(mutant)),
+            Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, subject(mutant).as_mut()),
+            None => suite::run_case(loaded, strategy, seed, subject(mutant).as_mut()),
         },
     };
     if json {

@@ -261,14 +261,22 @@ impl Runtime {
             (true, None) => Vec::new(),
             (true, Some(leaf)) => return Err(RestoreError::LeafForEmptySession { leaf: leaf.clone() }),
             (false, None) => return Err(RestoreError::LeafRequired { entries: entries.len() }),
+            (false, Some(leaf)) if deps.mutations.is_on(Mutation::RestoreAcceptsBrokenTree) => {
+                mutation::lenient_path(entries, leaf)?
+            }
             (false, Some(leaf)) => path_to(entries, leaf)?,
         };
-        let initial_messages: Vec<Message> = active_path
-            .iter()
-            .filter_map(SessionEntry::as_message)
-            .cloned()
-            .collect();
-        let persisted_message_count = initial_messages.len();
+        let restored = if deps.mutations.is_on(Mutation::RestoreWholeFile) {
+            entries
+        } else {
+            &active_path
+        };
+        let initial_messages: Vec<Message> = restored.iter().filter_map(SessionEntry::as_message).cloned().collect();
+        let persisted_message_count = if deps.mutations.is_on(Mutation::CountIncludesMetadata) {
+            active_path.len()
+        } else {
+            initial_messages.len()
+        };
         let mut system_prompt = merge_system_prompt(config.system_prompt.as_deref(), &deps.resources);
         if deps.mutations.is_on(Mutation::InactiveSkillBodyShown) {
             for skill in &deps.resources.skills {
@@ -278,7 +286,7 @@ impl Runtime {
         }
         let agent = Agent::new(AgentOptions {
             initial_messages,
-            steps_max: config.steps_max,
+            steps_max: config.steps_max + u32::from(deps.mutations.is_on(Mutation::MaxStepsOffByOne)),
         });
         Ok(Runtime {
             leaf: config.active_leaf_id.clone(),
@@ -440,6 +448,17 @@ impl Runtime {
             return self.settle(op, Settlement::Rejected(cause));
         }
         let mut upto = self.accepted_through;
+        if self.disposal.is_none() && self.mutations.is_on(Mutation::DisposeRejectsQueued) {
+            let cause = Cause::new("runtime.shutdown", "the runtime shut down before this prompt started");
+            for queued in std::mem::take(&mut self.queue) {
+                self.settle(queued.op, Settlement::Rejected(cause.clone()));
+            }
+            upto = self
+                .active
+                .as_ref()
+                .map(|active| active.seq)
+                .unwrap_or(self.settled_through);
+        }
         if self.disposal.is_none() && self.mutations.is_on(Mutation::DisposeDropsQueued) {
             // The queue is cleared: its prompts never run and never settle.
             self.queue.clear();
@@ -500,7 +519,8 @@ impl Runtime {
                 // A bad answer changes nothing: the clock is read only on the way to a result.
                 let mut reads = 0;
                 let clock_before = deps.clone();
-                let step = execution_in(&mut self.active).handle_hook(outcome, extensions, &self.tools, &mut || {
+                let tools = mutation::executor_registry(&self.mutations, &self.tools);
+                let step = execution_in(&mut self.active).handle_hook(outcome, extensions, &tools, &mut || {
                     reads += 1;
                     deps.now()
                 });
@@ -533,7 +553,9 @@ impl Runtime {
                     // Returned unchanged; the committed session stays as it is.
                     StoreOutcome::Failed(cause) => Settlement::Rejected(cause),
                 };
-                self.settle(op, settlement);
+                if !self.mutations.is_on(Mutation::ModeSettlesBeforeWrite) {
+                    self.settle(op, settlement);
+                }
             }
             (_, completion) => return Err(mismatch(completion_name(&completion))),
         }
@@ -545,7 +567,12 @@ impl Runtime {
     /// Starts queued operations while none is active.
     fn pump(&mut self) {
         while self.active.is_none() {
-            let Some(queued) = self.queue.pop_front() else { return };
+            let next = if self.mutations.is_on(Mutation::QueueLifo) {
+                self.queue.pop_back()
+            } else {
+                self.queue.pop_front()
+            };
+            let Some(queued) = next else { return };
             if let Some(cause) = self.poison.clone() {
                 if !self.mutations.is_on(Mutation::QueuedRunAfterPoison) {
                     self.finish_operation(queued.op, queued.seq, Settlement::Rejected(cause));
@@ -593,6 +620,11 @@ impl Runtime {
                         active_path: &self.active_path,
                         persisted_message_count,
                     };
+                    let collides = self.mutations.is_on(Mutation::TemporaryIdNotPrefixed)
+                        && mutation::unprefixed_temporary_id_collides(
+                            &self.active_path,
+                            messages.len().saturating_sub(persisted_message_count),
+                        );
                     let mut projected = project(
                         snapshot,
                         messages,
@@ -600,6 +632,12 @@ impl Runtime {
                         &self.config.context,
                         &self.tools.shared(),
                     );
+                    if collides {
+                        projected = Err(ProjectionError::CountOutOfRange {
+                            count: persisted_message_count,
+                            len: messages.len(),
+                        });
+                    }
                     if self.mutations.is_on(Mutation::ProjectionSlicesMessages) {
                         if let Ok(request) = projected.as_mut() {
                             request.messages = messages[messages.len().saturating_sub(4)..].to_vec();
@@ -642,8 +680,12 @@ impl Runtime {
                 AgentStep::Tool { call, signal: _ } => {
                     let extensions = hook_extensions(&self.mutations, &self.extensions);
                     let deps = &mut self.deps;
-                    let (execution, executor_step) =
-                        Execution::start(call, extensions, &self.tools, &mut || deps.now());
+                    let (execution, executor_step) = Execution::start(
+                        call,
+                        extensions,
+                        &mutation::executor_registry(&self.mutations, &self.tools),
+                        &mut || deps.now(),
+                    );
                     if let Some(Active {
                         stage: Stage::Agent { execution: slot },
                         ..
@@ -700,7 +742,7 @@ impl Runtime {
                 None
             }
             ExecutorStep::Core { call } => {
-                if self.agent.is_aborted() {
+                if self.agent.is_aborted() && !self.mutations.is_on(Mutation::ToolStartsAfterAbort) {
                     // The signal fired while the hooks ran: the core tool never starts.
                     let extensions = hook_extensions(&self.mutations, &self.extensions);
                     let deps = &mut self.deps;
@@ -820,8 +862,15 @@ impl Runtime {
             }
             Purpose::Mode(mode) => {
                 let text = mode.render(&result);
+                let early = self
+                    .mutations
+                    .is_on(Mutation::ModeSettlesBeforeWrite)
+                    .then(|| Settlement::Resolved(OpValue::Run(result.clone())));
                 let effect = self.issue(Pending::Write { op, result });
                 self.effects.push_back(Effect::Write { effect, text });
+                if let Some(settlement) = early {
+                    self.settle(op, settlement);
+                }
                 self.mark_settled(seq);
             }
         }

@@ -1,5 +1,6 @@
 //! Mutation switches: deliberate, named bugs the kit must catch — the chapter's fault
-//! injection, and the bug zoo that measures the suite's power (`agentsim mutants`).
+//! injection, and the bugs of the zoo (`crate::zoo`) that live inside one step of the core and so cannot be
+//! expressed as a decorator at the Subject seam.
 //!
 //! Each mutant is a realistic mistake an implementer of the contract could make. A runtime
 //! built with `Mutations::none()` (the default, and what every normal run uses) has every
@@ -48,6 +49,26 @@ pub enum Mutation {
     InactiveSkillBodyShown,
     /// A non-empty session with a null leaf resumes at the last entry.
     NullLeafResumesLast,
+    /// The agent loop allows one model request more than maxSteps.
+    MaxStepsOffByOne,
+    /// The queue starts the newest waiting prompt first.
+    QueueLifo,
+    /// Restore takes every message entry of the file, siblings included.
+    RestoreWholeFile,
+    /// Restore walks parents leniently: duplicates, missing parents and cycles pass.
+    RestoreAcceptsBrokenTree,
+    /// The persisted count counts every path entry, metadata and compaction included.
+    CountIncludesMetadata,
+    /// Temporary ids are not prefixed on a collision: the projection's tree walk breaks.
+    TemporaryIdNotPrefixed,
+    /// The core tool starts even when the signal fired while the before hooks ran.
+    ToolStartsAfterAbort,
+    /// A mode resolves when its write is issued, before the sink answers.
+    ModeSettlesBeforeWrite,
+    /// dispose() rejects the queued prompts (with a code of its own) instead of running them.
+    DisposeRejectsQueued,
+    /// The core executor does not validate arguments against the tool's schema.
+    ArgumentsNotValidated,
 }
 
 impl Mutation {
@@ -70,6 +91,16 @@ impl Mutation {
         Mutation::CoreOutsideHooks,
         Mutation::InactiveSkillBodyShown,
         Mutation::NullLeafResumesLast,
+        Mutation::MaxStepsOffByOne,
+        Mutation::QueueLifo,
+        Mutation::RestoreWholeFile,
+        Mutation::RestoreAcceptsBrokenTree,
+        Mutation::CountIncludesMetadata,
+        Mutation::TemporaryIdNotPrefixed,
+        Mutation::ToolStartsAfterAbort,
+        Mutation::ModeSettlesBeforeWrite,
+        Mutation::DisposeRejectsQueued,
+        Mutation::ArgumentsNotValidated,
     ];
 
     pub fn name(self) -> &'static str {
@@ -92,6 +123,16 @@ impl Mutation {
             Mutation::CoreOutsideHooks => "core-outside-hooks",
             Mutation::InactiveSkillBodyShown => "inactive-skill-body-shown",
             Mutation::NullLeafResumesLast => "null-leaf-resumes-last",
+            Mutation::MaxStepsOffByOne => "max-steps-off-by-one",
+            Mutation::QueueLifo => "queue-lifo",
+            Mutation::RestoreWholeFile => "restore-whole-file",
+            Mutation::RestoreAcceptsBrokenTree => "restore-accepts-broken-tree",
+            Mutation::CountIncludesMetadata => "count-includes-metadata",
+            Mutation::TemporaryIdNotPrefixed => "temporary-id-not-prefixed",
+            Mutation::ToolStartsAfterAbort => "tool-starts-after-abort",
+            Mutation::ModeSettlesBeforeWrite => "mode-settles-before-write",
+            Mutation::DisposeRejectsQueued => "dispose-rejects-queued",
+            Mutation::ArgumentsNotValidated => "arguments-not-validated",
         }
     }
 
@@ -119,4 +160,54 @@ impl Mutations {
     pub fn is_on(&self, mutation: Mutation) -> bool {
         !self.on.is_empty() && self.on.contains(&mutation)
     }
+}
+
+/// `RestoreAcceptsBrokenTree`: a parent walk without diagnostics. The first entry with an id
+/// wins, a missing parent ends the walk as if it were the root, and a cycle stops where it
+/// closes. An unknown leaf is still rejected.
+pub(crate) fn lenient_path(
+    entries: &[crate::model::SessionEntry],
+    leaf: &str,
+) -> Result<Vec<crate::model::SessionEntry>, crate::model::PathError> {
+    let find = |id: &str| entries.iter().find(|entry| entry.id == id);
+    let mut current = find(leaf).ok_or_else(|| crate::model::PathError::UnknownLeaf { leaf: leaf.to_string() })?;
+    let mut path = vec![current.clone()];
+    while let Some(parent) = current.parent_id.as_deref().and_then(find) {
+        if path.iter().any(|seen| seen.id == parent.id) {
+            break;
+        }
+        path.push(parent.clone());
+        current = parent;
+    }
+    path.reverse();
+    Ok(path)
+}
+
+/// `TemporaryIdNotPrefixed`: whether `__runtime_context_N` for the suffix's N collides with an
+/// id on the path, so that walking the path plus the temporary entries finds a duplicate id.
+pub(crate) fn unprefixed_temporary_id_collides(active_path: &[crate::model::SessionEntry], suffix: usize) -> bool {
+    (0..suffix).any(|index| {
+        let id = format!("__runtime_context_{index}");
+        active_path.iter().any(|entry| entry.id == id)
+    })
+}
+
+/// `ArgumentsNotValidated`: the registry the core executor checks calls against; with the
+/// switch on, every schema accepts anything.
+pub(crate) fn executor_registry<'a>(
+    mutations: &Mutations,
+    tools: &'a crate::model::ToolRegistry,
+) -> std::borrow::Cow<'a, crate::model::ToolRegistry> {
+    if !mutations.is_on(Mutation::ArgumentsNotValidated) {
+        return std::borrow::Cow::Borrowed(tools);
+    }
+    let relaxed = tools
+        .specs()
+        .iter()
+        .map(|spec| crate::model::ToolSpec {
+            parameters: serde_json::json!({}),
+            ..spec.clone()
+        })
+        .collect();
+    std::borrow::Cow::Owned(crate::model::ToolRegistry::new(relaxed))
 }

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::model::{AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage};
+use crate::model::{AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
 use crate::runtime::{
     Cause, Effect, EffectId, HookOutcome, HookPhase, OpId, OpValue, Settlement, SignalId, ToolOutcome,
 };
@@ -157,7 +157,8 @@ pub enum Event {
         signal: SignalId,
         system_prompt: Option<String>,
         messages: Vec<Message>,
-        tools: Vec<String>,
+        /// The tool specs as sent: names, descriptions and schemas (rendered by name only).
+        tools: Vec<ToolSpec>,
     },
     ModelChunk {
         effect: EffectId,
@@ -251,7 +252,7 @@ impl Event {
                 signal: *signal,
                 system_prompt: request.system_prompt.clone(),
                 messages: request.messages.clone(),
-                tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
+                tools: request.tools.to_vec(),
             },
             Effect::ToolCall { effect, signal, call } => Event::ToolCall {
                 effect: *effect,
@@ -344,6 +345,7 @@ fn describe(event: &Event) -> (String, &'static str, String) {
             tools,
         } => {
             let roles: Vec<&str> = messages.iter().map(Message::role).collect();
+            let tools: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
             let system = system_prompt
                 .as_deref()
                 .map(quote_short)

@@ -1,0 +1,453 @@
+//! Bite tests: every rule of the catalogue is proven on a known-bad trace, the way Elle proves
+//! each anomaly checker on histories that contain the anomaly.
+//!
+//! A bite is a scenario plus a way to make its trace wrong: a mutant of the zoo (a seam
+//! decorator or a core switch) run on the canonical schedule, or a hand edit of the
+//! reference's own trace for the rules no runtime mutant can reach (an effect before the first
+//! operation; the durable store's rules). Each bite must make its rule fire, and the reference's
+//! trace of the same scenario must be clean of every rule. `every_rule_has_a_bite` is the tidy
+//! half: a rule without a bite fails it.
+
+use std::path::Path;
+
+use agentsim::check::{check_all, RULE_IDS};
+use agentsim::model::SessionEntry;
+use agentsim::scenario::LoadedScenario;
+use agentsim::sim::reference::ReferenceSubject;
+use agentsim::sim::StrategyKind;
+use agentsim::suite::{load_corpus, run_case, CaseReport};
+use agentsim::trace::{Event, Trace};
+use agentsim::zoo::Mutant;
+
+/// How a bite makes a bad trace.
+enum Bad {
+    /// Run the scenario's canonical schedule on a mutant of the zoo.
+    Mutant(&'static str),
+    /// Edit the reference's canonical trace (and final store) by hand.
+    Edit(fn(&mut Trace, &mut Vec<SessionEntry>)),
+}
+
+struct Bite {
+    rule: &'static str,
+    scenario: &'static str,
+    bad: Bad,
+}
+
+const fn mutant(rule: &'static str, scenario: &'static str, name: &'static str) -> Bite {
+    Bite {
+        rule,
+        scenario,
+        bad: Bad::Mutant(name),
+    }
+}
+
+const fn edit(rule: &'static str, scenario: &'static str, edit: fn(&mut Trace, &mut Vec<SessionEntry>)) -> Bite {
+    Bite {
+        rule,
+        scenario,
+        bad: Bad::Edit(edit),
+    }
+}
+
+/// An append issued right after the restore, before the first operation arrives.
+fn append_before_first_operation(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let append = trace
+        .events
+        .iter()
+        .find(|event| matches!(event, Event::Append { .. }))
+        .cloned()
+        .expect("the scenario appends");
+    trace.events.insert(1, append);
+}
+
+/// The abort signal removed: the abort was answered, the stream ran on.
+fn abort_signal_removed(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    trace.events.retain(|event| !matches!(event, Event::AbortSignal { .. }));
+}
+
+/// The session file read back lost the run's first entry, which the store acknowledged.
+fn acknowledged_entry_lost(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let first = trace
+        .events
+        .iter()
+        .find_map(|event| match event {
+            Event::Append { entry, .. } => Some(entry.id.clone()),
+            _ => None,
+        })
+        .expect("the scenario appends");
+    for event in &mut trace.events {
+        if let Event::Reopened { stored, .. } = event {
+            stored.retain(|id| *id != first);
+        }
+    }
+}
+
+/// The store could not read its own file back after the crash.
+fn file_unreadable_after_crash(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    for event in &mut trace.events {
+        if let Event::Reopened { outcome, .. } = event {
+            *outcome = Err(agentsim::runtime::Cause::new(
+                "session.bad_line",
+                "line 3 is not JSON: a torn line merged with the next append",
+            ));
+        }
+    }
+}
+
+/// One bite per rule at least; rules with several ways to break have a bite per way.
+const BITES: &[Bite] = &[
+    mutant(
+        "RESTORE-1",
+        "restore/empty-session-null-leaf",
+        "null-leaf-always-rejected",
+    ),
+    mutant(
+        "RESTORE-2",
+        "lab13/lab13-1-1b-empty-session-with-leaf-rejected",
+        "empty-session-ignores-leaf",
+    ),
+    mutant(
+        "RESTORE-3",
+        "lab13/lab13-1-1-non-empty-session-needs-explicit-leaf",
+        "null-leaf-resumes-last",
+    ),
+    mutant(
+        "RESTORE-4",
+        "lab13/lab13-1-1d-non-empty-session-with-leaf-path-to",
+        "restore-whole-file",
+    ),
+    edit("RESTORE-5", "wiring/walkthrough", append_before_first_operation),
+    mutant("PATH-1", "restore/leaf-named-only-as-parent", "path-errors-generic"),
+    mutant(
+        "PATH-2",
+        "restore/duplicate-id-off-chain",
+        "restore-accepts-broken-tree",
+    ),
+    mutant(
+        "PATH-3",
+        "restore/missing-parent-on-chain",
+        "restore-accepts-broken-tree",
+    ),
+    mutant("PATH-4", "restore/cycle-on-chain", "restore-accepts-broken-tree"),
+    mutant("PATH-4", "restore/cycle-on-chain", "path-errors-generic"),
+    mutant(
+        "PROJECT-1",
+        "projection/temporary-suffix-each-request",
+        "temporary-suffix-dropped",
+    ),
+    mutant(
+        "PROJECT-1",
+        "projection/temporary-suffix-each-request",
+        "suffix-frozen-at-user",
+    ),
+    mutant(
+        "PROJECT-1",
+        "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
+        "poison-not-stored",
+    ),
+    mutant("PROJECT-1", "agent/abort-mid-stream", "snapshot-captured-once"),
+    mutant(
+        "PROJECT-2",
+        "lab13/lab13-3-1-resources-extension-serial-commit",
+        "inactive-skill-body-shown",
+    ),
+    mutant(
+        "PROJECT-3",
+        "agent/abort-during-before-hook",
+        "temporary-entries-stored",
+    ),
+    mutant(
+        "PROJECT-4",
+        "lab13/lab13-2-3b-tools-and-signal-across-two-runs",
+        "tools-sorted-by-name",
+    ),
+    mutant("PROJECT-4", "wiring/walkthrough", "tool-schema-dropped"),
+    mutant("PROJECT-5", "projection/one-signal-per-run", "signal-per-request"),
+    mutant(
+        "PROJECT-6",
+        "projection/temporary-id-collides-with-path",
+        "temporary-id-not-prefixed",
+    ),
+    mutant("PROJECT-7", "agent/abort-mid-stream", "snapshot-captured-once"),
+    mutant("CONTEXT-1", "agent/abort-mid-stream", "projection-slices-messages"),
+    mutant(
+        "CONTEXT-2",
+        "agent/control-calls-settle-at-once",
+        "projection-slices-messages",
+    ),
+    mutant(
+        "CONTEXT-3",
+        "projection/compaction-as-leaf",
+        "projection-slices-messages",
+    ),
+    mutant(
+        "WIRE-1",
+        "lab13/lab13-3-1-resources-extension-serial-commit",
+        "resources-before-configured-prompt",
+    ),
+    mutant(
+        "WIRE-2",
+        "wiring/empty-catalog-no-resource-header",
+        "resource-header-on-empty-catalog",
+    ),
+    mutant(
+        "WIRE-3",
+        "lab13/lab13-3-1-resources-extension-serial-commit",
+        "inactive-skill-body-shown",
+    ),
+    mutant("WIRE-4", "agent/tool-throws-becomes-error-result", "core-outside-hooks"),
+    mutant("WIRE-4", "wiring/walkthrough", "after-hooks-skipped"),
+    mutant(
+        "WIRE-4",
+        "wiring/hooks-wrap-core-in-extension-order",
+        "last-after-hook-skipped",
+    ),
+    mutant("WIRE-5", "wiring/before-hook-denies-call", "deny-ignored"),
+    mutant(
+        "WIRE-6",
+        "wiring/before-hook-rewrites-arguments",
+        "rewritten-arguments-ignored",
+    ),
+    mutant(
+        "WIRE-7",
+        "wiring/invalid-arguments-error-result",
+        "arguments-not-validated",
+    ),
+    mutant("WIRE-8", "wiring/after-hook-rewrites-result", "after-rewrite-ignored"),
+    mutant(
+        "PERSIST-1",
+        "agent/abort-during-before-hook",
+        "restored-history-reappended",
+    ),
+    mutant("PERSIST-2", "agent/abort-during-before-hook", "two-appends-in-flight"),
+    mutant("PERSIST-3", "agent/abort-during-before-hook", "leaf-before-accept"),
+    mutant(
+        "PERSIST-4",
+        "agent/abort-during-before-hook",
+        "temporary-entries-stored",
+    ),
+    mutant("PERSIST-5", "agent/abort-during-before-hook", "leaf-before-accept"),
+    mutant(
+        "PERSIST-6",
+        "agent/abort-during-before-hook",
+        "resolve-before-last-append",
+    ),
+    mutant(
+        "PERSIST-7",
+        "agent/control-calls-settle-at-once",
+        "temporary-entries-stored",
+    ),
+    mutant("PERSIST-8", "wiring/walkthrough", "timestamps-not-from-clock"),
+    mutant("QUEUE-1", "lifecycle/dispose-waits-for-all-queued", "queue-lifo"),
+    mutant("QUEUE-2", "agent/abort-reaches-only-active-run", "before-count-at-call"),
+    mutant(
+        "POISON-1",
+        "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
+        "resolve-before-last-append",
+    ),
+    mutant(
+        "POISON-2",
+        "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
+        "poison-not-stored",
+    ),
+    mutant(
+        "POISON-2",
+        "durability/ack-lost-after-apply",
+        "retry-after-failed-append",
+    ),
+    mutant(
+        "POISON-3",
+        "lifecycle/dispose-twice-while-poisoned",
+        "queued-run-after-poison",
+    ),
+    mutant(
+        "POISON-4",
+        "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
+        "poison-not-stored",
+    ),
+    mutant(
+        "POISON-5",
+        "poison/applied-then-fail-at-first-append",
+        "poison-not-stored",
+    ),
+    mutant("LIFE-1", "lifecycle/flush-after-dispose", "flush-creates-work"),
+    mutant("LIFE-2", "lifecycle/flush-ignores-later-prompts", "flush-creates-work"),
+    mutant(
+        "LIFE-3",
+        "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
+        "poison-not-stored",
+    ),
+    mutant(
+        "LIFE-4",
+        "lab13/lab13-3-3-flush-waits-dispose-closes",
+        "dispose-closes-late",
+    ),
+    mutant(
+        "LIFE-4",
+        "lab13/lab13-3-3-flush-waits-dispose-closes",
+        "disposed-code-renamed",
+    ),
+    mutant(
+        "LIFE-5",
+        "lab13/lab13-3-3-flush-waits-dispose-closes",
+        "dispose-drops-queued",
+    ),
+    mutant(
+        "LIFE-5",
+        "lab13/lab13-3-3-flush-waits-dispose-closes",
+        "dispose-rejects-queued",
+    ),
+    mutant(
+        "LIFE-6",
+        "lab13/lab13-3-3-flush-waits-dispose-closes",
+        "dispose-not-idempotent",
+    ),
+    mutant(
+        "LIFE-7",
+        "lab13/lab13-3-3-flush-waits-dispose-closes",
+        "dispose-drops-queued",
+    ),
+    mutant(
+        "MODE-1",
+        "lab13/lab13-4-1b-json-mode-on-restored-session",
+        "json-messages-suffix-only",
+    ),
+    mutant(
+        "MODE-2",
+        "lab13/lab13-4-1-modes-encode-one-result",
+        "resolve-before-last-append",
+    ),
+    mutant(
+        "MODE-3",
+        "lab13/lab13-4-2-unknown-mode-and-sink-error",
+        "unknown-mode-falls-back-to-print",
+    ),
+    mutant(
+        "MODE-4",
+        "lab13/lab13-4-2-unknown-mode-and-sink-error",
+        "write-error-wrapped",
+    ),
+    mutant("MODE-5", "modes/library-error-reason", "library-reason-always-stop"),
+    mutant(
+        "MODE-6",
+        "lab13/lab13-4-1-modes-encode-one-result",
+        "mode-settles-before-write",
+    ),
+    mutant("AGENT-1", "agent/max-steps-ends-run", "max-steps-off-by-one"),
+    mutant("AGENT-2", "agent/control-calls-settle-at-once", "steer-as-follow-up"),
+    mutant("AGENT-3", "agent/control-calls-settle-at-once", "follow-up-as-steer"),
+    mutant("AGENT-4", "agent/abort-during-before-hook", "tool-starts-after-abort"),
+    mutant(
+        "AGENT-5",
+        "agent/control-calls-settle-at-once",
+        "temporary-entries-stored",
+    ),
+    mutant("AGENT-6", "modes/library-error-reason", "library-reason-always-stop"),
+    mutant("AGENT-7", "agent/abort-during-before-hook", "control-settles-late"),
+    mutant("AGENT-8", "agent/abort-mid-stream", "abort-ignored"),
+    mutant("AGENT-8", "agent/abort-mid-tool", "abort-ignored"),
+    edit("AGENT-8", "agent/abort-mid-stream", abort_signal_removed),
+    edit("DURABLE-1", "durability/crash-after-two-acks", acknowledged_entry_lost),
+    mutant("DURABLE-2", "durability/ack-lost-after-apply", "leaf-before-accept"),
+    mutant(
+        "DURABLE-3",
+        "durability/ack-lost-after-apply",
+        "retry-after-failed-append",
+    ),
+    edit(
+        "DURABLE-4",
+        "durability/torn-tail-after-crash",
+        file_unreadable_after_crash,
+    ),
+];
+
+fn corpus() -> Vec<LoadedScenario> {
+    load_corpus(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")]).expect("the corpus loads")
+}
+
+fn scenario<'c>(corpus: &'c [LoadedScenario], name: &str) -> &'c LoadedScenario {
+    corpus
+        .iter()
+        .find(|loaded| loaded.name == name)
+        .unwrap_or_else(|| panic!("no scenario named {name}"))
+}
+
+/// The canonical run of `loaded` on `subject`.
+fn canonical(loaded: &LoadedScenario, subject: &mut dyn agentsim::sim::Subject) -> CaseReport {
+    run_case(loaded, StrategyKind::Scripted, 0, subject)
+}
+
+/// The rules (catalogue IDs only) a bite's bad trace breaks.
+fn rules_broken(loaded: &LoadedScenario, bad: &Bad) -> Vec<String> {
+    match bad {
+        Bad::Mutant(name) => {
+            let mutant = Mutant::from_name(name).unwrap_or_else(|| panic!("no mutant named {name}"));
+            canonical(loaded, mutant.subject().as_mut())
+                .violations
+                .into_iter()
+                .map(|violation| violation.rule)
+                .filter(|rule| RULE_IDS.contains(&rule.as_str()))
+                .collect()
+        }
+        Bad::Edit(edit) => {
+            let case = canonical(loaded, &mut ReferenceSubject::new());
+            let outcome = case.outcome.expect("the reference runs the scenario");
+            let (mut trace, mut store) = (outcome.trace, outcome.store);
+            edit(&mut trace, &mut store);
+            check_all(&loaded.scenario, &trace, &store)
+                .into_iter()
+                .map(|violation| violation.rule)
+                .collect()
+        }
+    }
+}
+
+#[test]
+fn every_bite_breaks_its_rule_and_the_reference_is_clean() {
+    let corpus = corpus();
+    let mut failures = Vec::new();
+    for bite in BITES {
+        let loaded = scenario(&corpus, bite.scenario);
+        let reference = canonical(loaded, &mut ReferenceSubject::new());
+        let reference_rules: Vec<&str> = reference
+            .violations
+            .iter()
+            .map(|violation| violation.rule.as_str())
+            .collect();
+        if !reference_rules.is_empty() {
+            failures.push(format!(
+                "{} on {}: the reference itself breaks {reference_rules:?}",
+                bite.rule, bite.scenario
+            ));
+            continue;
+        }
+        let broken = rules_broken(loaded, &bite.bad);
+        if !broken.iter().any(|rule| rule == bite.rule) {
+            let how = match bite.bad {
+                Bad::Mutant(name) => format!("mutant {name}"),
+                Bad::Edit(_) => "the hand edit".to_string(),
+            };
+            failures.push(format!(
+                "{} on {} with {how}: the checker did not fire (rules broken: {broken:?})",
+                bite.rule, bite.scenario
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "bites that did not bite:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn every_rule_has_a_bite() {
+    let missing: Vec<&str> = RULE_IDS
+        .iter()
+        .copied()
+        .filter(|rule| !BITES.iter().any(|bite| bite.rule == *rule))
+        .collect();
+    assert!(missing.is_empty(), "rules without a bite test: {missing:?}");
+    let unknown: Vec<&str> = BITES
+        .iter()
+        .map(|bite| bite.rule)
+        .filter(|rule| !RULE_IDS.contains(rule))
+        .collect();
+    assert!(unknown.is_empty(), "bites name rules the catalogue lacks: {unknown:?}");
+}
