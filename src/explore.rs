@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::check::{self, Violation};
+use crate::replay::ReplaySpec;
 use crate::scenario::LoadedScenario;
 use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, Subject, SubjectFailure};
 
@@ -177,7 +178,12 @@ fn run_net_one(
         mutations: make_subject().reference_mutations().unwrap_or_default(),
         ..crate::net::NetOptions::default()
     };
-    let replay = format!("agentsim replay {} --world net --seed {seed}", loaded.path.display());
+    let replay = ReplaySpec {
+        world: crate::replay::ReplayWorld::NetSeeded,
+        mutant: options.mutations.name().map(str::to_string),
+        ..ReplaySpec::new(loaded.path.clone(), StrategyKind::Random, seed)
+    }
+    .command();
     let outcome = match crate::net::run_net(&loaded.scenario, &options) {
         Ok(run) => run.outcome,
         Err(error) => {
@@ -243,10 +249,17 @@ fn run_one(
     make_subject: SubjectFactory<'_>,
     summary: &mut ExploreSummary,
 ) -> Option<RunOutcome> {
-    let replay = match choices {
-        Some(choices) => replay_with_choices(loaded, choices),
-        None => crate::suite::replay_command(&loaded.path, strategy, seed),
+    let spec = |choices: Option<&[usize]>| -> String {
+        let subject = make_subject();
+        ReplaySpec {
+            choices: choices.map(<[usize]>::to_vec),
+            mutant: subject.mutant_name().map(str::to_string),
+            implementation: subject.implementation(),
+            ..ReplaySpec::new(loaded.path.clone(), strategy, seed)
+        }
+        .command()
     };
+    let replay = spec(choices);
     let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
         let mut subject = make_subject();
         match choices {
@@ -275,7 +288,7 @@ fn run_one(
     let replay = match choices {
         Some(_) => {
             let taken: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
-            replay_with_choices(loaded, &taken)
+            spec(Some(&taken))
         }
         None => replay,
     };
@@ -292,16 +305,6 @@ fn run_one(
     }
     summary.record(loaded, replay, violations, None);
     Some(outcome)
-}
-
-/// The replay command for an explicit choice sequence.
-pub fn replay_with_choices(loaded: &LoadedScenario, choices: &[usize]) -> String {
-    let choices: Vec<String> = choices.iter().map(ToString::to_string).collect();
-    format!(
-        "agentsim replay {} --choices {}",
-        loaded.path.display(),
-        choices.join(".")
-    )
 }
 
 /// The next choice sequence after the run that took `taken` (index, choices) at each step: the
@@ -448,7 +451,7 @@ pub fn hunt_mutant(corpus: &[LoadedScenario], mutant: crate::zoo::Mutant, seeds:
                         scenario: loaded.name.clone(),
                         strategy,
                         seed,
-                        replay: format!("{} --mutant {}", case.replay_command(), mutant.name()),
+                        replay: case.replay_command(),
                         schedules,
                         elapsed: started.elapsed(),
                     });

@@ -15,7 +15,10 @@
 //!
 //! - [`model`]: plain data and pure functions: Pi's messages and entries, `path_to`,
 //!   `build_context`, resources, tools.
-//! - [`runtime`]: the reference Runtime as a sans-IO state machine, with its mutation switches.
+//! - [`runtime`]: the reference Runtime as a sans-IO state machine, with the mutation switches
+//!   for the bugs that live inside one step.
+//! - [`zoo`]: the bug zoo: every named mutant, seam decorators around the reference and core
+//!   switches, and the subject each one runs as.
 //! - [`sim`]: the scheduler, strategies, the portable PRNG, the fakes and the fault plan.
 //! - [`shell`]: the async shell around the reference Runtime (tokio), with one `dyn` seam per
 //!   model, store, tool host and output sink: the embedding API and the networked world's runtime.
@@ -35,7 +38,8 @@
 //! - All nondeterminism comes from one `u64` seed through one portable PRNG (`sim::rng`);
 //!   nothing iterates a hash map where order can reach a trace.
 //! - The reference and external implementations are driven through the same `sim::Subject`.
-//! - Every rule has an ID in conformance.md, a checker and a scenario (the tidy test).
+//! - Every rule has an ID in conformance.md, a checker, a scenario and a bite test (the tidy
+//!   tests); only a rule's violation counts as a mutant's kill.
 //! - Every failure prints one command that replays it.
 
 pub mod bench;
@@ -46,6 +50,7 @@ pub mod explore;
 pub mod model;
 pub mod net;
 pub mod protocol;
+pub mod replay;
 pub mod runtime;
 pub mod scenario;
 pub mod shell;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
 use crate::net::NetOptions;
+use crate::replay::{ReplaySpec, ReplayWorld};
 use crate::scenario::{self, locate, LoadedScenario, ScenarioError};
 use crate::sim::{make_strategy, simulate_with, RunOutcome, StrategyKind, Subject, SubjectFailure};
 use crate::trace::Event;
@@ -36,8 +37,13 @@ pub struct CaseReport {
     pub verdict: Verdict,
     pub violations: Vec<Violation>,
     pub outcome: Option<RunOutcome>,
-    /// The `--impl` adapter command the case ran on; `None` for the in-process reference.
-    pub implementation: Option<String>,
+    /// The `--impl` adapter command the case ran on, with its step timeout in milliseconds;
+    /// `None` for the in-process reference.
+    pub implementation: Option<(String, u64)>,
+    /// The mutant of the zoo the case ran on, by name.
+    pub mutant: Option<String>,
+    /// The fixed choice sequence the case ran on (exhaustive exploration).
+    pub choices: Option<Vec<usize>>,
     /// Where the implementation's trace first departs from the reference's (`--impl` runs).
     pub divergence: Option<crate::protocol::diff::Divergence>,
     /// Set when the case ran in the networked world.
@@ -60,6 +66,8 @@ pub struct NetInfo {
     pub turmoil_seed: u64,
     /// Faults drawn from the seed were added to the scenario's (`--world net`).
     pub seeded_faults: bool,
+    /// The store host crashed at this step, with this sync policy (the crash test).
+    pub crash: Option<(u64, crate::store::SyncPolicy)>,
 }
 
 impl CaseReport {
@@ -74,6 +82,8 @@ impl CaseReport {
             violations: Vec::new(),
             outcome: None,
             implementation: None,
+            mutant: None,
+            choices: None,
             divergence: None,
             net: None,
         }
@@ -91,45 +101,40 @@ impl CaseReport {
         self
     }
 
+    /// Everything that determines this case's trace.
+    pub fn replay_spec(&self) -> ReplaySpec {
+        let world = match self.net {
+            Some(NetInfo {
+                crash: Some((step, sync)),
+                ..
+            }) => ReplayWorld::NetCrash { step, sync },
+            Some(NetInfo {
+                seeded_faults: true, ..
+            }) => ReplayWorld::NetSeeded,
+            Some(_) => ReplayWorld::Net,
+            None => ReplayWorld::Sim,
+        };
+        ReplaySpec {
+            path: self.path.clone(),
+            strategy: self.strategy,
+            seed: self.seed,
+            choices: self.choices.clone(),
+            mutant: self.mutant.clone(),
+            world,
+            implementation: self.implementation.clone(),
+        }
+    }
+
     /// The one command that replays this case.
     pub fn replay_command(&self) -> String {
-        if let Some(net) = self.net {
-            let world = if net.seeded_faults { " --world net" } else { "" };
-            return format!("agentsim replay {}{world} --seed {}", self.path.display(), self.seed);
-        }
-        let mut command = replay_command(&self.path, self.strategy, self.seed);
-        if let Some(implementation) = &self.implementation {
-            command.push_str(&format!(" --impl {}", shell_quote(implementation)));
-        }
-        command
+        self.replay_spec().command()
     }
 }
 
-pub fn replay_command(path: &Path, strategy: StrategyKind, seed: u64) -> String {
-    let mut command = format!("agentsim replay {}", path.display());
-    if strategy != StrategyKind::Scripted {
-        command.push_str(&format!(" --strategy {}", strategy.spelling()));
-    }
-    if strategy.uses_seed() {
-        command.push_str(&format!(" --seed {seed}"));
-    }
-    command
-}
+pub use crate::replay::shell_quote;
 
-/// `text` as one shell word: unchanged when it is plain, else in single quotes.
-pub fn shell_quote(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&byte));
-    if plain {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
-/// Loads every scenario file under `paths` (files or folders), sorted by name.
+/// Loads every scenario file under `paths` (files or folders), sorted by name. A path with no
+/// scenario file under it is an error, like a broken file: an empty corpus never passes.
 pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioError> {
     let mut loaded = Vec::new();
     for root in paths {
@@ -144,10 +149,22 @@ pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioErr
         } else {
             root.as_path()
         };
+        // A mistyped path must not pass as an empty, green corpus.
+        if files.is_empty() {
+            return Err(ScenarioError::new(
+                root,
+                0,
+                "-",
+                "no scenario file (`*.json`) here: nothing to run",
+            ));
+        }
         for file in files {
             let name = scenario::name_of(base, &file);
             loaded.push(scenario::load(&file, &name, check::RULE_IDS)?);
         }
+    }
+    if paths.is_empty() {
+        return Err(ScenarioError::new(Path::new("-"), 0, "-", "no scenario path given"));
     }
     loaded.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(loaded)
@@ -163,7 +180,14 @@ pub fn run_case(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subj
 /// judged by the rules alone, like every schedule but the canonical one.
 pub fn run_case_on_choices(loaded: &LoadedScenario, choices: &[usize], subject: &mut dyn Subject) -> CaseReport {
     let mut chooser = crate::sim::Replay::new(choices.to_vec());
-    run_case_with(loaded, StrategyKind::Exhaustive { bound: 1 }, 0, &mut chooser, subject)
+    let mut report = run_case_with(loaded, StrategyKind::Exhaustive { bound: 1 }, 0, &mut chooser, subject);
+    // The whole sequence the run took, not just its forced prefix.
+    report.choices = report
+        .outcome
+        .as_ref()
+        .map(|outcome| outcome.choices.iter().map(|(index, _)| *index).collect())
+        .or_else(|| Some(choices.to_vec()));
+    report
 }
 
 /// Runs one scenario with the given chooser; `strategy` and `seed` label the report.
@@ -175,6 +199,7 @@ pub fn run_case_with(
     subject: &mut dyn Subject,
 ) -> CaseReport {
     let mut report = CaseReport::new(loaded, strategy, seed);
+    report.mutant = subject.mutant_name().map(str::to_string);
     if loaded.scenario.net.is_some() {
         let Some(mutations) = subject.reference_mutations() else {
             report.verdict = Verdict::NotApplicable {
@@ -187,7 +212,9 @@ pub fn run_case_with(
             mutations,
             ..NetOptions::default()
         };
-        return run_case_net(loaded, strategy, &options);
+        let mut report = run_case_net(loaded, strategy, &options);
+        report.mutant = subject.mutant_name().map(str::to_string);
+        return report;
     }
     let canonical = strategy == StrategyKind::Scripted;
     let outcome = match simulate_with(&loaded.scenario, subject, chooser, canonical) {
@@ -233,7 +260,12 @@ pub fn run_case_net(loaded: &LoadedScenario, strategy: StrategyKind, options: &N
         net: Some(NetInfo {
             turmoil_seed: crate::net::turmoil_seed(options.seed),
             seeded_faults: options.seeded_faults,
+            crash: options.crash_at_step.map(|step| {
+                let sync = loaded.scenario.net.as_ref().map(|net| net.sync).unwrap_or_default();
+                (step, sync)
+            }),
         }),
+        mutant: options.mutations.name().map(str::to_string),
         ..CaseReport::new(loaded, strategy, options.seed)
     };
     let outcome = match crate::net::run_net(&loaded.scenario, options) {

@@ -5,7 +5,9 @@
 //! Everything goes through the small deterministic `driver`. `tidy` keeps conformance.md, the
 //! checkers and the scenarios in step; `bad_input` runs the CLI on broken scenario files;
 //! `protocol` drives `agentsim serve` and hostile adapters through the adapter protocol;
-//! `check_session` runs `agentsim check-session` on the session files of tests/fixtures/sessions.
+//! `check_session` runs `agentsim check-session` on the session files of tests/fixtures/sessions;
+//! `hardening` feeds hostile input (one test per finding of the hardening issue) and fuzzes
+//! scenario files, session files and protocol lines with a seeded mutator.
 
 #[path = "kit/bad_input.rs"]
 mod bad_input;
@@ -17,12 +19,16 @@ mod check_session;
 mod driver;
 #[path = "kit/generated.rs"]
 mod generated;
+#[path = "kit/hardening.rs"]
+mod hardening;
 #[path = "kit/lab13.rs"]
 mod lab13;
 #[path = "kit/net.rs"]
 mod net;
 #[path = "kit/protocol.rs"]
 mod protocol;
+#[path = "kit/replay_fidelity.rs"]
+mod replay_fidelity;
 #[path = "kit/runtime.rs"]
 mod runtime;
 #[path = "kit/session_file.rs"]

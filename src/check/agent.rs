@@ -53,12 +53,41 @@ pub fn agent_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
+/// A steering or follow-up message that arrived while a run was active and that the run ended
+/// without: the run stopped (reason `stop`) after the message arrived, yet none of its later
+/// requests carried it. (A run cut short by abort, error, length or the step bound leaves it
+/// for the next run.)
+fn lost_by_run(rule: &str, timeline: &Timeline<'_>, info: &OpInfo<'_>, text: &str) -> Option<Violation> {
+    let run = run_in_agent_phase(timeline, info.delivered)?;
+    let requests = timeline.requests_of(run.op);
+    let (last_response, _) = requests.last()?.response?;
+    if last_response < info.delivered || timeline.run_reason_of(run.op) != Some(RunReason::Stop) {
+        return None;
+    }
+    let carried = requests
+        .iter()
+        .any(|request| request.line > info.delivered && has_user_text(request, text));
+    (!carried).then(|| {
+        Violation::new(
+            rule,
+            &[info.delivered, last_response],
+            format!(
+                "{} {} arrived while {}'s run was active, but the run stopped without it",
+                info.operation.name(),
+                info.op,
+                run.op
+            ),
+        )
+    })
+}
+
 pub fn agent_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter() {
         let Operation::Steer { text } = &info.operation else {
             continue;
         };
+        violations.extend(lost_by_run("AGENT-2", timeline, info, text));
         let Some(next) = timeline.requests.iter().find(|request| request.line > info.delivered) else {
             continue;
         };
@@ -79,6 +108,7 @@ pub fn agent_3(timeline: &Timeline<'_>) -> Vec<Violation> {
         let Operation::FollowUp { text } = &info.operation else {
             continue;
         };
+        violations.extend(lost_by_run("AGENT-3", timeline, info, text));
         let later: Vec<&RequestInfo> = timeline
             .requests
             .iter()

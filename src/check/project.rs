@@ -38,9 +38,10 @@ pub fn expected_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<
         .filter(|(_, message)| message.as_assistant().is_some())
         .nth(index)
         .map(|(position, _)| position)?;
+    // In message positions: entries that are not messages (metadata) do not count.
     let persisted = appends
         .iter()
-        .filter(|append| append.accepted_before(request.line))
+        .filter(|append| append.entry.as_message().is_some() && append.accepted_before(request.line))
         .count();
     let unpersisted = run_messages.get(persisted..end)?;
     let projected = match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
+use crate::scenario::{clip_message, printable};
 use crate::store::{
     check_session, parse_session_from, Limits, SessionFileError, SessionFinding, LINE_BYTES_MAX_DEFAULT,
 };
@@ -40,7 +41,10 @@ pub fn run_check_session(args: CheckSessionArgs) -> u8 {
     let file = match std::fs::File::open(&args.file) {
         Ok(file) => file,
         Err(error) => {
-            eprintln!("agentsim: {}: cannot read: {error}", args.file.display());
+            eprintln!(
+                "agentsim: {}: cannot read: {error}",
+                printable(&args.file.display().to_string())
+            );
             return EXIT_BAD_INPUT;
         }
     };
@@ -69,7 +73,9 @@ pub fn run_check_session(args: CheckSessionArgs) -> u8 {
 
 /// `FILE:LINE: CODE: message`, or `FILE: CODE: message` when no line is to blame.
 fn render_error(file: &Path, error: &SessionFileError) -> String {
-    let message = error.to_string();
+    let message = clip_message(&error.to_string());
+    let file = printable(&file.display().to_string());
+    let file = Path::new(&file);
     match error.line() {
         Some(line) => {
             // The error's own text starts with `line N: ` for readers without a file name.
@@ -82,6 +88,8 @@ fn render_error(file: &Path, error: &SessionFileError) -> String {
 }
 
 fn render_human(file: &Path, records: usize, findings: &[SessionFinding]) -> String {
+    let file = printable(&file.display().to_string());
+    let file = Path::new(&file);
     let mut text = String::new();
     for finding in findings {
         text.push_str(&format!(
@@ -89,8 +97,9 @@ fn render_human(file: &Path, records: usize, findings: &[SessionFinding]) -> Str
             file.display(),
             finding.line,
             finding.code,
-            // Ids come from the file: a newline in one must not split the finding's line.
-            finding.message.replace('\n', "\\n").replace('\r', "\\r")
+            // Ids come from the file: a newline or an escape sequence in one must neither split
+            // the finding's line nor reach the terminal.
+            clip_message(&finding.message)
         ));
     }
     let verdict = match findings.len() {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::net::crash::crash_test;
+use crate::replay::{ReplaySpec, ReplayWorld};
 use crate::store::SyncPolicy;
 use crate::suite;
 
@@ -15,14 +16,26 @@ use super::{EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLATION};
 pub struct CrashTestArgs {
     /// Scenario files or folders (default: scenarios/wiring/walkthrough.json).
     paths: Vec<PathBuf>,
-    /// Crash points per scenario, spread evenly over the run's simulation steps.
-    #[arg(long, default_value_t = 100)]
+    /// Crash points per scenario, spread evenly over the run's simulation steps (1 to 100,000).
+    #[arg(long, default_value_t = 100, value_parser = parse_points)]
     points: u64,
     /// The store's sync policy: `every-append` must lose nothing; `none` shows what it costs.
     #[arg(long, value_enum, default_value_t = SyncPolicy::EveryAppend)]
     sync: SyncPolicy,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+}
+
+/// The most crash points per scenario: each is one whole networked run.
+const POINTS_MAX: u64 = 100_000;
+
+fn parse_points(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(points) if (1..=POINTS_MAX).contains(&points) => Ok(points),
+        _ => Err(format!(
+            "`{text}`: expected a number of crash points from 1 to {POINTS_MAX}"
+        )),
+    }
 }
 
 pub fn run_crash_test(args: CrashTestArgs) -> u8 {
@@ -56,6 +69,14 @@ pub fn run_crash_test(args: CrashTestArgs) -> u8 {
                 "       first losing crash point: step {step} ({} points lost entries)",
                 report.losing_points.len()
             );
+            let replay = ReplaySpec {
+                world: ReplayWorld::NetCrash {
+                    step: *step,
+                    sync: args.sync,
+                },
+                ..ReplaySpec::new(loaded.path.clone(), crate::sim::StrategyKind::Scripted, args.seed)
+            };
+            println!("       replay: {}", replay.command());
         }
         points += report.points;
         acknowledged += report.acknowledged;
@@ -71,4 +92,25 @@ pub fn run_crash_test(args: CrashTestArgs) -> u8 {
     } else {
         EXIT_PASSED
     }
+}
+
+/// One crash point of the crash test as a case: the scenario in the networked world, its store
+/// syncing per `sync`, the store host crashed at simulation step `step` (what `replay
+/// --crash-at-step` runs).
+pub fn crash_case(
+    loaded: &crate::scenario::LoadedScenario,
+    sync: SyncPolicy,
+    step: u64,
+    seed: u64,
+    mutations: crate::runtime::Mutations,
+) -> suite::CaseReport {
+    let mut loaded = loaded.clone();
+    loaded.scenario.net.get_or_insert_with(Default::default).sync = sync;
+    let options = crate::net::NetOptions {
+        seed,
+        crash_at_step: Some(step),
+        mutations,
+        ..crate::net::NetOptions::default()
+    };
+    suite::run_case_net(&loaded, crate::sim::StrategyKind::Scripted, &options)
 }

@@ -39,8 +39,8 @@ pub struct ExploreArgs {
     /// Explore a deliberately broken reference.
     #[arg(long, value_parser = parse_mutation)]
     mutant: Option<Mutant>,
-    /// Worker threads (default: the machine's cores).
-    #[arg(long)]
+    /// Worker threads (default: the machine's cores; at least 1).
+    #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
     /// Explore an implementation behind the adapter protocol (`sh -c CMD`, one process per
     /// schedule) instead of the in-process reference.
@@ -53,6 +53,13 @@ pub struct ExploreArgs {
     /// (partitions, held links, store crashes) on top of the scenario's own.
     #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
     world: WorldKind,
+}
+
+fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(threads) if threads >= 1 => Ok(threads),
+        _ => Err(format!("`{text}`: expected a number of threads of at least 1")),
+    }
 }
 
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {
@@ -136,6 +143,10 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         eprintln!("agentsim: exhaustive exploration replays choice sequences, which only the in-process reference takes (use random or pct with --impl)");
         return EXIT_BAD_INPUT;
     }
+    if args.world == WorldKind::Net && mutant.is_some_and(|mutant| mutant.switch().is_none()) {
+        eprintln!("agentsim: --world net runs the core switches only; a seam mutant decorates the in-process scheduler's subject");
+        return EXIT_BAD_INPUT;
+    }
     if mutant.is_some() && args.implementation.is_some() {
         eprintln!("agentsim: --mutant cannot be combined with --impl");
         return EXIT_BAD_INPUT;
@@ -152,15 +163,6 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     let report = progress_reporter();
     let started = Instant::now();
     let summary = explore(&corpus, config, &factory, threads(args.threads), &report);
-    let mut summary = summary;
-    let suffix = match (&args.implementation, mutant) {
-        (Some(command), _) => format!(" --impl '{command}'"),
-        (None, Some(mutant)) => format!(" --mutant {}", mutant.name()),
-        (None, None) => String::new(),
-    };
-    for failure in &mut summary.failures {
-        failure.replay.push_str(&suffix);
-    }
     if args.world == WorldKind::Net {
         println!(
             "networked world: turmoil seed = turmoil_seed(kit seed), e.g. seed 0 -> {:#018x}",
@@ -254,10 +256,11 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
     };
     let mutants: Vec<Mutant> = if args.only.is_empty() { Mutant::all() } else { args.only };
     let mut killed = 0;
+    let mut misplaced = Vec::new();
     let mut rules_fired: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     println!(
-        "{:<34} {:<6} {:<11} {:<9} {:<54} {:>9} {:>10}",
-        "mutant", "kind", "rule", "canonical", "killed by (scenario, strategy, seed)", "schedules", "time"
+        "{:<34} {:<6} {:<12} {:<11} {:<9} {:<54} {:>9} {:>10}",
+        "mutant", "kind", "tier", "rule", "canonical", "killed by (scenario, strategy, seed)", "schedules", "time"
     );
     for mutant in &mutants {
         let hunt = hunt_mutant(&corpus, *mutant, args.seeds);
@@ -267,9 +270,10 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
                 killed += 1;
                 let by = format!("{} ({} seed {})", kill.scenario, kill.strategy.spelling(), kill.seed);
                 println!(
-                    "{:<34} {:<6} {:<11} {:<9} {:<54} {:>9} {:>8.1}ms",
+                    "{:<34} {:<6} {:<12} {:<11} {:<9} {:<54} {:>9} {:>8.1}ms",
                     mutant.name(),
                     mutant.kind(),
+                    mutant.tier(),
                     kill.rule,
                     if hunt.canonical { "yes" } else { "no" },
                     by,
@@ -278,7 +282,16 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
                 );
                 println!("{:<34} replay: {}", "", kill.replay);
             }
-            None => println!("{:<34} {:<6} SURVIVED every rule", mutant.name(), mutant.kind()),
+            None => println!(
+                "{:<34} {:<6} {:<12} SURVIVED every rule",
+                mutant.name(),
+                mutant.kind(),
+                mutant.tier()
+            ),
+        }
+        // The interleaving tier must survive every canonical schedule.
+        if mutant.interleaving_only() && hunt.canonical {
+            misplaced.push(mutant.name());
         }
         if let Some(expect_only) = &hunt.expect_only {
             println!("{:<34} (not counted: an expect-only failure, {expect_only})", "");
@@ -298,8 +311,20 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
             silent.join(", ")
         }
     );
+    let interleaving: Vec<&Mutant> = mutants.iter().filter(|mutant| mutant.interleaving_only()).collect();
+    println!(
+        "interleaving tier: {} mutants, {} survive every canonical schedule",
+        interleaving.len(),
+        interleaving.len() - misplaced.len()
+    );
+    if !misplaced.is_empty() {
+        println!(
+            "TIER WRONG: a canonical schedule kills these interleaving-only mutants: {}",
+            misplaced.join(", ")
+        );
+    }
     println!("killed {killed} of {} (kills by catalogue rules only)", mutants.len());
-    if killed == mutants.len() {
+    if killed == mutants.len() && misplaced.is_empty() {
         EXIT_PASSED
     } else {
         EXIT_VIOLATION

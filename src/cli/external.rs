@@ -182,7 +182,7 @@ fn run_external(
     let hello = subject.hello().cloned();
     // Shut the adapter down (and kill its group) before anything else runs.
     drop(subject);
-    case.implementation = Some(command.to_string());
+    case.implementation = Some((command.to_string(), step_timeout.as_millis() as u64));
     let reference_case = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
     if let Verdict::BadScenario(_) = case.verdict {
         if !matches!(reference_case.verdict, Verdict::BadScenario(_)) {

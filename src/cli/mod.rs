@@ -20,6 +20,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::net::NetOptions;
 use crate::runtime::Mutations;
+use crate::scenario;
 use crate::sim::reference::ReferenceSubject;
 use crate::sim::StrategyKind;
 use crate::suite::{self, CaseReport, Verdict, WorldKind};
@@ -111,6 +112,13 @@ enum Command {
         /// `net`: replay in the networked world with the faults drawn from `--seed`.
         #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
         world: WorldKind,
+        /// Replay one crash point of `crash-test`: the networked world, the store host crashed
+        /// at this simulation step.
+        #[arg(long, value_name = "STEP")]
+        crash_at_step: Option<u64>,
+        /// With `--crash-at-step`: the store's sync policy.
+        #[arg(long, value_enum, default_value_t = crate::store::SyncPolicy::EveryAppend)]
+        sync: crate::store::SyncPolicy,
     },
 }
 
@@ -127,6 +135,31 @@ fn parse_choices(text: &str) -> Result<Choices, String> {
         })
         .collect::<Result<Vec<usize>, String>>()
         .map(Choices)
+}
+
+fn render_choices(choices: &[usize]) -> String {
+    choices.iter().map(ToString::to_string).collect::<Vec<_>>().join(".")
+}
+
+/// Why a given choice sequence does not describe the run it replayed: a choice out of range
+/// at its step (the scheduler would have clamped it), or more choices than the run made.
+fn choices_problem(given: &[usize], taken: &[(usize, usize)]) -> Option<String> {
+    for (step, (choice, (_, offered))) in given.iter().zip(taken).enumerate() {
+        if choice >= offered {
+            return Some(format!(
+                "choice {choice} at step {step} is out of range: that step offered {offered} choices (0 to {})",
+                offered.saturating_sub(1)
+            ));
+        }
+    }
+    if given.len() > taken.len() {
+        return Some(format!(
+            "{} choices given, but the run made only {} choices",
+            given.len(),
+            taken.len()
+        ));
+    }
+    None
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -209,6 +242,8 @@ pub fn main() -> ExitCode {
             step_timeout_ms,
             choices,
             world,
+            crash_at_step,
+            sync,
         } => replay(
             file,
             ReplayOptions {
@@ -219,6 +254,7 @@ pub fn main() -> ExitCode {
                 implementation: implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
                 choices,
                 world,
+                crash: crash_at_step.map(|step| (step, sync)),
             },
         ),
     };
@@ -257,6 +293,8 @@ struct ReplayOptions {
     implementation: Option<(String, Duration)>,
     choices: Option<Choices>,
     world: WorldKind,
+    /// `--crash-at-step` and `--sync`.
+    crash: Option<(u64, crate::store::SyncPolicy)>,
 }
 
 fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
@@ -268,7 +306,16 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         implementation,
         choices,
         world,
+        crash,
     } = options;
+    if file.is_dir() {
+        eprintln!(
+            "agentsim: {}: a folder: replay takes one scenario file (`agentsim run {}` runs them all)",
+            scenario::printable(&file.display().to_string()),
+            scenario::printable(&file.display().to_string())
+        );
+        return EXIT_BAD_INPUT;
+    }
     let corpus = match suite::load_corpus(std::slice::from_ref(&file)) {
         Ok(corpus) => corpus,
         Err(error) => {
@@ -284,14 +331,40 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         eprintln!("agentsim: --world net replays the in-process reference by seed; drop --impl and --choices");
         return EXIT_BAD_INPUT;
     }
+    if crash.is_some() && (implementation.is_some() || choices.is_some() || world == WorldKind::Net) {
+        eprintln!(
+            "agentsim: --crash-at-step replays the in-process reference by seed; drop --impl, --choices and --world"
+        );
+        return EXIT_BAD_INPUT;
+    }
+    let switch = match mutant {
+        Some(mutant) if (crash.is_some() || world == WorldKind::Net) && mutant.switch().is_none() => {
+            eprintln!(
+                "agentsim: the networked world runs the core switches only; `{}` is a seam mutant",
+                mutant.name()
+            );
+            return EXIT_BAD_INPUT;
+        }
+        _ => mutant.and_then(Mutant::switch),
+    };
     let case = match implementation {
+        None if crash.is_some() => {
+            let (step, sync) = crash.expect("checked above");
+            crash_test::crash_case(
+                loaded,
+                sync,
+                step,
+                seed,
+                switch.map(Mutations::with).unwrap_or_default(),
+            )
+        }
         None if world == WorldKind::Net => suite::run_case_net(
             loaded,
             strategy,
             &NetOptions {
                 seed,
                 seeded_faults: true,
-                mutations: mutant.and_then(Mutant::switch).map(Mutations::with).unwrap_or_default(),
+                mutations: switch.map(Mutations::with).unwrap_or_default(),
                 ..NetOptions::default()
             },
         ),
@@ -309,6 +382,12 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
             None => suite::run_case(loaded, strategy, seed, subject(mutant).as_mut()),
         },
     };
+    if let (Some(Choices(given)), Some(outcome)) = (&choices, &case.outcome) {
+        if let Some(problem) = choices_problem(given, &outcome.choices) {
+            eprintln!("agentsim: --choices {}: {problem}", render_choices(given));
+            return EXIT_BAD_INPUT;
+        }
+    }
     if json {
         if let Some(outcome) = &case.outcome {
             println!(

@@ -47,6 +47,8 @@ pub struct ExternalSubject {
     process: Option<AdapterProcess>,
     hello: Option<Hello>,
     effect_ids: BTreeSet<u32>,
+    /// The operations delivered in this run: a `settled` for any other is a protocol breach.
+    ops_delivered: BTreeSet<u32>,
     /// A failure was reported: the process is killed, not asked to shut down.
     failed: bool,
 }
@@ -60,6 +62,7 @@ impl ExternalSubject {
             process: None,
             hello: None,
             effect_ids: BTreeSet::new(),
+            ops_delivered: BTreeSet::new(),
             failed: false,
         }
     }
@@ -244,11 +247,16 @@ fn quote_line(line: &str) -> String {
 }
 
 impl Subject for ExternalSubject {
+    fn implementation(&self) -> Option<(String, u64)> {
+        Some((self.command.clone(), self.step_timeout.as_millis() as u64))
+    }
+
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
         self.stop();
         self.failed = false;
         self.hello = None;
         self.effect_ids.clear();
+        self.ops_delivered.clear();
         let process = AdapterProcess::spawn(&self.command).map_err(|error| SubjectFailure::Spawn {
             message: format!("sh -c {}: {error}", crate::trace::quote(&self.command)),
         })?;
@@ -309,7 +317,20 @@ impl Subject for ExternalSubject {
             });
         }
         let waiting_for = describe_wait(&input);
-        self.send(&input_to_wire(&input));
+        // After `idle` the adapter speaks only when spoken to: a line already waiting now was
+        // sent unasked (an extra `idle`, a late effect), and would be taken as this input's answer.
+        let unsolicited = self.process.as_mut().and_then(AdapterProcess::pending_line);
+        if let Some(line) = unsolicited {
+            let line = quote_line(&String::from_utf8_lossy(&line));
+            return Err(self.malformed(format!(
+                "an unsolicited line after `idle`, before the kit sent anything: {line}"
+            )));
+        }
+        let wire = input_to_wire(&input);
+        if let KitMessage::Operation { op, .. } = &wire {
+            self.ops_delivered.insert(*op);
+        }
+        self.send(&wire);
         let deadline = Instant::now() + self.step_timeout;
         for _ in 0..MESSAGES_PER_STEP_MAX {
             match self.read_message(&waiting_for, deadline)? {
@@ -332,11 +353,31 @@ impl Subject for ExternalSubject {
                 AdapterMessage::AbortSignal { signal } => effects.push(Effect::AbortSignal {
                     signal: SignalId(signal),
                 }),
+                AdapterMessage::Settled { op, .. } if !self.ops_delivered.contains(&op) => {
+                    return Err(self.malformed(format!(
+                        "`settled` for {}, an operation the kit never delivered (while it waited for {waiting_for})",
+                        OpId(op)
+                    )))
+                }
                 AdapterMessage::Settled { op, settlement } => effects.push(Effect::Settled {
                     op: OpId(op),
                     settlement: settlement_from_wire(settlement),
                 }),
-                AdapterMessage::Idle {} => return Ok(()),
+                AdapterMessage::Idle {} => {
+                    // More output right behind `idle` was written before the kit could answer.
+                    let followed = self.process.as_ref().is_some_and(AdapterProcess::last_line_followed);
+                    if followed {
+                        let line = self.process.as_mut().and_then(AdapterProcess::pending_line);
+                        let line = line.map_or_else(
+                            || "more output".to_string(),
+                            |line| quote_line(&String::from_utf8_lossy(&line)),
+                        );
+                        return Err(self.malformed(format!(
+                            "an unsolicited line after `idle`, before the kit sent anything: {line}"
+                        )));
+                    }
+                    return Ok(());
+                }
                 AdapterMessage::Error { code, message } => {
                     return Err(self.malformed(format!(
                         "the adapter reported an error while the kit waited for {waiting_for}: {code}: {message}"

@@ -63,7 +63,9 @@ fn signal_name(signal: i32) -> &'static str {
 
 /// What the stdout reader saw.
 enum StdoutEvent {
-    Line(Vec<u8>),
+    /// A line, and whether more bytes were already read after it (written before the kit could
+    /// answer it).
+    Line(Vec<u8>, bool),
     /// A line grew past the limit; the reader stopped reading.
     Oversize,
     Closed,
@@ -144,14 +146,28 @@ pub struct AdapterProcess {
     stderr: Arc<Mutex<StderrTail>>,
     exit: Option<ExitState>,
     killed: bool,
+    /// An event taken off the channel by [`pending_line`](Self::pending_line) that was not a line.
+    stashed: Option<StdoutEvent>,
+    /// Whether more output was already read after the last line [`next_line`](Self::next_line)
+    /// returned.
+    last_followed: bool,
+    /// The value of [`RUN_TOKEN_VAR`] in the adapter's environment (and its descendants').
+    token: String,
 }
 
 impl AdapterProcess {
     /// Starts `sh -c command` in a new process group with all three pipes.
     pub fn spawn(command: &str) -> std::io::Result<AdapterProcess> {
+        become_subreaper();
+        let token = format!(
+            "{}-{}",
+            std::process::id(),
+            RUNS_STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
+            .env(RUN_TOKEN_VAR, &token)
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -193,6 +209,9 @@ impl AdapterProcess {
             stderr: stderr_tail,
             exit: None,
             killed: false,
+            stashed: None,
+            last_followed: false,
+            token,
         };
         // On an error here, dropping `process` kills and reaps the child.
         spawned.map(|_| process)
@@ -212,8 +231,39 @@ impl AdapterProcess {
         self.writer = None;
     }
 
+    /// Whether more output had already arrived right after the last line returned: for a line
+    /// that ends the adapter's turn, output it sent unasked.
+    pub fn last_line_followed(&self) -> bool {
+        self.last_followed
+    }
+
+    /// A stdout line already read and waiting, without blocking.
+    pub fn pending_line(&mut self) -> Option<Vec<u8>> {
+        if self.stashed.is_some() {
+            return None;
+        }
+        match self.lines.try_recv() {
+            Ok(StdoutEvent::Line(line, _)) => Some(line),
+            Ok(other) => {
+                self.stashed = Some(other);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     /// Waits for the next stdout line until `deadline`.
     pub fn next_line(&mut self, deadline: Instant) -> Next {
+        self.last_followed = false;
+        match self.stashed.take() {
+            Some(StdoutEvent::Line(line, followed)) => {
+                self.last_followed = followed;
+                return Next::Line(line);
+            }
+            Some(StdoutEvent::Oversize) => return Next::Oversize,
+            Some(StdoutEvent::Closed) => return Next::Closed(self.wait_exit(deadline)),
+            None => {}
+        }
         let mut deadline = deadline;
         let mut exited = false;
         loop {
@@ -226,7 +276,10 @@ impl AdapterProcess {
                 };
             }
             match self.lines.recv_timeout((deadline - now).min(POLL)) {
-                Ok(StdoutEvent::Line(line)) => return Next::Line(line),
+                Ok(StdoutEvent::Line(line, followed)) => {
+                    self.last_followed = followed;
+                    return Next::Line(line);
+                }
                 Ok(StdoutEvent::Oversize) => return Next::Oversize,
                 Ok(StdoutEvent::Closed) | Err(RecvTimeoutError::Disconnected) => {
                     return Next::Closed(self.wait_exit(deadline));
@@ -266,10 +319,13 @@ impl AdapterProcess {
         }
     }
 
-    /// Kills every process of the group. Idempotent.
+    /// Kills every process of the group and every descendant, also those that left the group
+    /// or were orphaned (and reparented to the kit, a child subreaper), and reaps the latter.
+    /// Idempotent.
     pub fn kill(&mut self) {
         if !self.killed {
             self.killed = true;
+            kill_descendants(self.group, &self.token);
             kill_group(self.group);
             // The child itself, in case it left the group.
             let _ = self.child.kill();
@@ -302,6 +358,139 @@ impl Drop for AdapterProcess {
         self.kill();
         // SIGKILL cannot be ignored, so this returns promptly.
         let _ = self.child.wait();
+    }
+}
+
+/// The environment variable that marks every process of one adapter run (`PID-N`, the kit's
+/// pid and a counter): a descendant orphaned and reparented to the kit is recognised by it.
+pub const RUN_TOKEN_VAR: &str = "AGENTSIM_ADAPTER_RUN";
+
+static RUNS_STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times [`kill_descendants`] looks again for processes started while it killed.
+const KILL_ROUNDS_MAX: usize = 50;
+
+/// Makes the kit a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): a descendant whose parent
+/// dies, even one that called `setsid` or double-forked, is reparented to the kit rather than to
+/// init, so that it can be found, killed and reaped at the end of its run.
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl with PR_SET_CHILD_SUBREAPER reads its integer arguments only.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+        }
+    });
+}
+
+/// One row of the process table: pid, parent pid, whether it is a zombie.
+struct ProcessRow {
+    pid: i32,
+    parent: i32,
+    zombie: bool,
+}
+
+/// Every process the kit can see (Linux `/proc`; empty elsewhere).
+fn process_table() -> Vec<ProcessRow> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut rows = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let Some(parent) = fields.next().and_then(|field| field.parse().ok()) else {
+            continue;
+        };
+        rows.push(ProcessRow {
+            pid,
+            parent,
+            zombie: matches!(state, "Z" | "X"),
+        });
+    }
+    rows
+}
+
+fn carries_token(pid: i32, token: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let wanted = format!("{RUN_TOKEN_VAR}={token}");
+    environ
+        .split(|byte| *byte == 0)
+        .any(|variable| variable == wanted.as_bytes())
+}
+
+/// SIGKILLs every descendant of `child` and every orphan of its run that was reparented to the
+/// kit (recognised by `token`), again until none is left, and reaps the orphans (never `child`
+/// itself: its `Child` reaps it).
+fn kill_descendants(child: i32, token: &str) {
+    if child <= 0 {
+        return;
+    }
+    let kit = std::process::id() as i32;
+    // Every process seen as part of this run.
+    let mut known: std::collections::BTreeSet<i32> = std::collections::BTreeSet::new();
+    for _ in 0..KILL_ROUNDS_MAX {
+        let table = process_table();
+        let mut children: std::collections::BTreeMap<i32, Vec<i32>> = std::collections::BTreeMap::new();
+        for row in &table {
+            children.entry(row.parent).or_default().push(row.pid);
+        }
+        let mut roots = vec![child];
+        roots.extend(
+            table
+                .iter()
+                .filter(|row| row.parent == kit && row.pid != child && !row.zombie && carries_token(row.pid, token))
+                .map(|row| row.pid),
+        );
+        let mut members = Vec::new();
+        let mut seen: std::collections::BTreeSet<i32> = std::collections::BTreeSet::new();
+        while let Some(pid) = roots.pop() {
+            if !seen.insert(pid) {
+                continue;
+            }
+            members.push(pid);
+            roots.extend(children.get(&pid).into_iter().flatten().copied());
+        }
+        let zombie: std::collections::BTreeSet<i32> =
+            table.iter().filter(|row| row.zombie).map(|row| row.pid).collect();
+        // `child` too: once it is dead, its zombie children pass to the kit and are reaped here.
+        let alive: Vec<i32> = members.iter().copied().filter(|pid| !zombie.contains(pid)).collect();
+        known.extend(members.iter().copied());
+        // Processes of this run that died and wait for the kit, their new parent, to reap them.
+        let reapable: Vec<i32> = table
+            .iter()
+            .filter(|row| row.parent == kit && row.zombie && row.pid != child && known.contains(&row.pid))
+            .map(|row| row.pid)
+            .collect();
+        for pid in &reapable {
+            // SAFETY: waitpid on a zombie child of ours; a null status pointer is allowed.
+            unsafe {
+                libc::waitpid(*pid, std::ptr::null_mut(), libc::WNOHANG);
+            }
+        }
+        if alive.is_empty() && reapable.is_empty() {
+            return;
+        }
+        for pid in alive {
+            // SAFETY: kill has no memory effects; a process that already ended gives ESRCH.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -348,7 +537,7 @@ fn read_stdout(stdout: ChildStdout, lines: SyncSender<StdoutEvent>) {
         };
         if buffer.is_empty() {
             if !line.is_empty() {
-                let _ = lines.send(StdoutEvent::Line(std::mem::take(&mut line)));
+                let _ = lines.send(StdoutEvent::Line(std::mem::take(&mut line), false));
             }
             break;
         }
@@ -367,8 +556,14 @@ fn read_stdout(stdout: ChildStdout, lines: SyncSender<StdoutEvent>) {
             let _ = lines.send(StdoutEvent::Oversize);
             return;
         }
-        if complete && lines.send(StdoutEvent::Line(std::mem::take(&mut line))).is_err() {
-            return;
+        if complete {
+            let followed = !reader.buffer().is_empty();
+            if lines
+                .send(StdoutEvent::Line(std::mem::take(&mut line), followed))
+                .is_err()
+            {
+                return;
+            }
         }
     }
     let _ = lines.send(StdoutEvent::Closed);

@@ -156,6 +156,14 @@ impl Mutations {
         Mutations { on: vec![mutation] }
     }
 
+    /// The switch's name, when exactly one is on (as every mutant of the zoo has).
+    pub fn name(&self) -> Option<&'static str> {
+        match self.on.as_slice() {
+            [mutation] => Some(mutation.name()),
+            _ => None,
+        }
+    }
+
     #[inline]
     pub fn is_on(&self, mutation: Mutation) -> bool {
         !self.on.is_empty() && self.on.contains(&mutation)

@@ -3,6 +3,48 @@
 //! A scenario is versioned (`"version": 1`) and strict: unknown fields are rejected, and every
 //! problem is reported as a [`ScenarioError`] naming the file, the line and the field. This
 //! module only reads and validates; running a scenario is `sim`'s business.
+//!
+//! # Strictness
+//!
+//! - A key may appear once per object, anywhere in the file (free-form values such as a tool's
+//!   `parameters` included): a duplicate is an error at the line of its second occurrence.
+//! - Unknown keys are errors everywhere but in the initial `session` entries, which are Pi's
+//!   entry shape and gain fields across Pi versions. There a metadata entry (`custom`, `label`,
+//!   `model_change`, ...) and a compaction keep every key they were read with, value for value
+//!   and in order, so an unknown key is allowed and written back unchanged; a `message` entry
+//!   keeps only the fields the kit models, so a key it would drop (at any depth) is an error
+//!   rather than a silent loss.
+//! - The file must be UTF-8; an invalid byte is reported at its line and column, with the
+//!   field it sits in.
+//! - A message quotes input cut after 80 characters, and every message is printed on one line
+//!   with control characters escaped.
+//!
+//! # Limits
+//!
+//! Every count, size and time a scenario gives is checked when it is loaded, so that no number
+//! can make the kit allocate or wait in proportion to it (a bad input, exit 2, naming the field):
+//!
+//! | what | field | limit |
+//! |---|---|---|
+//! | the file | - | 4 MiB (bounds every text and list) |
+//! | initial entries | `session` | 10,000 |
+//! | scripted model responses | `model` | 10,000 |
+//! | tool calls in one response | `model[i].toolCalls` | 1,000 |
+//! | streamed chunks of one response | `model[i].chunks` | 1 to 1,000 |
+//! | operations | `operations` | 1 to 10,000 |
+//! | extensions, tools | `extensions`, `tools` | 1,000 each |
+//! | model requests per prompt | `config.maxSteps` | 1,000 |
+//! | first id number | `config.ids.start` | 10^12 |
+//! | clock start, clock step | `config.clock.startMs`, `stepMs` | 4,102,444,800,000 (2100-01-01), 86,400,000 (a day) |
+//! | context budget | `config.context.total`, `reservedOutput`, `safetyMargin` | 10^12 tokens |
+//! | the faulted append or write | `faults.appends[i].at`, `faults.writes[i].at` | 1,000,000 |
+//! | message latency | `net.latencyMinMs`, `net.latencyMaxMs` | 1 to 60,000 ms |
+//! | store and model timeouts | `net.storeTimeoutMs`, `net.modelTimeoutMs` | 1 to 3,600,000 ms |
+//! | a net fault's start and length | `net.faults[i].atMs`, `delayMs`, `forMs` | 3,600,000 ms (simulated) |
+//! | nesting | - | 128 levels (the JSON reader's limit) |
+//!
+//! The constants are in [`limits`]. `after` counts are bounded by what the script can produce
+//! (checked as before).
 
 pub mod locate;
 
@@ -312,7 +354,7 @@ pub struct AppendFault {
     /// The 1-based index of the append, counted over the whole run.
     pub at: u32,
     pub fault: AppendFaultKind,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "strict_cause::optional")]
     pub error: Option<Cause>,
     /// For `late`: the completion is enabled only once this holds.
     #[serde(default)]
@@ -334,7 +376,32 @@ pub enum AppendFaultKind {
 #[serde(deny_unknown_fields)]
 pub struct WriteFault {
     pub at: u32,
+    #[serde(deserialize_with = "strict_cause::required")]
     pub error: Cause,
+}
+
+/// A fault's `error` read strictly: `code` and `message`, nothing else (`Cause` itself is the
+/// runtime's and reads leniently).
+mod strict_cause {
+    use serde::{Deserialize, Deserializer};
+
+    use crate::runtime::Cause;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct StrictCause {
+        code: String,
+        message: String,
+    }
+
+    pub fn required<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cause, D::Error> {
+        StrictCause::deserialize(deserializer).map(|cause| Cause::new(cause.code, cause.message))
+    }
+
+    pub fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Cause>, D::Error> {
+        Option::<StrictCause>::deserialize(deserializer)
+            .map(|cause| cause.map(|cause| Cause::new(cause.code, cause.message)))
+    }
 }
 
 /// The default cause of an append fault without `error`.
@@ -430,9 +497,10 @@ pub struct Expectations {
     pub writes: Option<Vec<String>>,
 }
 
-/// A scenario file that could not be used. Always names the file, line and field.
+/// A scenario file that could not be used. Always names the file, line and field. Displayed,
+/// it is one line: control characters in any part are escaped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {field}: {message}")]
+#[error("{}:{line}: {}: {}", printable(&file.display().to_string()), printable(field), printable(message))]
 pub struct ScenarioError {
     pub file: PathBuf,
     pub line: usize,
@@ -442,6 +510,16 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
+    /// An error with its message fit to print ([`clip_message`]).
+    pub fn new(file: &Path, line: usize, field: impl Into<String>, message: impl AsRef<str>) -> ScenarioError {
+        ScenarioError {
+            file: file.to_path_buf(),
+            line,
+            field: field.into(),
+            message: clip_message(message.as_ref()),
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         "scenario.invalid"
     }
@@ -458,13 +536,40 @@ pub struct LoadedScenario {
 
 /// Reads, parses and validates a scenario file. `known_rules` are the catalogue's IDs.
 pub fn load(path: &Path, name: &str, known_rules: &[&str]) -> Result<LoadedScenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
-        file: path.to_path_buf(),
-        line: 0,
-        field: "-".into(),
-        message: format!("cannot read: {error}"),
-    })?;
-    let scenario = parse(path, &text, known_rules)?;
+    let cannot_read = |message: String| ScenarioError::new(path, 0, "-", message);
+    let file = std::fs::File::open(path).map_err(|error| cannot_read(format!("cannot read: {error}")))?;
+    // Read at most one byte over the limit, so that a huge file is refused without being held.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, limits::FILE_BYTES_MAX + 1), &mut bytes)
+        .map_err(|error| cannot_read(format!("cannot read: {error}")))?;
+    if bytes.len() as u64 > limits::FILE_BYTES_MAX {
+        return Err(cannot_read(format!(
+            "the file is over the limit of {} bytes for a scenario",
+            limits::FILE_BYTES_MAX
+        )));
+    }
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let valid = &bytes[..error.valid_up_to()];
+            // The prefix is valid UTF-8 by construction.
+            let prefix = std::str::from_utf8(valid).unwrap_or_default();
+            let line = 1 + valid.iter().filter(|byte| **byte == b'\n').count();
+            let line_start = valid.iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
+            let column = prefix[line_start..].chars().count() + 1;
+            let field = render_path(&locate::path_at_end(prefix));
+            return Err(ScenarioError::new(
+                path,
+                line,
+                if field.is_empty() { "-".to_string() } else { field },
+                format!(
+                    "not valid UTF-8 at column {column} (byte {} of the file)",
+                    valid.len() + 1
+                ),
+            ));
+        }
+    };
+    let scenario = parse(path, text, known_rules)?;
     Ok(LoadedScenario {
         path: path.to_path_buf(),
         name: name.to_string(),
@@ -474,51 +579,91 @@ pub fn load(path: &Path, name: &str, known_rules: &[&str]) -> Result<LoadedScena
 
 /// Parses and validates scenario text.
 pub fn parse(file: &Path, text: &str, known_rules: &[&str]) -> Result<Scenario, ScenarioError> {
+    // Duplicate keys first, anywhere in a well-formed text: serde would keep the last value of
+    // a free-form object (or of a session entry) and report something else, or nothing.
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
+        if let Some((path, line, key)) = locate::find_duplicate_key(text) {
+            return Err(ScenarioError::new(
+                file,
+                line,
+                render_path(&path),
+                format!("duplicate key `{key}`: every key may appear once per object"),
+            ));
+        }
+    }
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let scenario: Scenario = match serde_path_to_error::deserialize(&mut deserializer) {
         Ok(scenario) => scenario,
         Err(error) => {
-            let path = error.path().to_string();
+            let mut segments = segments_of(error.path());
+            let unknown_position = error
+                .path()
+                .iter()
+                .any(|segment| matches!(segment, serde_path_to_error::Segment::Unknown));
             let inner = error.into_inner();
             let mut message = strip_position(&inner.to_string());
             let mut line = inner.line();
-            let field = if inner.is_syntax() || inner.is_eof() || path == "." || path.contains('?') {
+            let field = if inner.is_syntax() || inner.is_eof() || unknown_position {
                 "-".to_string()
             } else {
-                // An entry's own reader names the field inside the object: `field `x`: ...`.
-                let mut field = path;
-                if let Some(rest) = message.strip_prefix("field `") {
-                    if let Some((name, problem)) = rest.split_once("`: ") {
-                        field = format!("{field}.{name}");
-                        message = problem.to_string();
+                // An entry's own reader names the field inside the object: `field `x`: ...`;
+                // a missing or repeated field is named by serde in its message.
+                for (prefix, keep_prefix) in [
+                    ("field `", false),
+                    ("missing field `", true),
+                    ("duplicate field `", true),
+                ] {
+                    let Some(rest) = message.strip_prefix(prefix) else {
+                        continue;
+                    };
+                    let split = if keep_prefix {
+                        rest.split_once('`')
+                    } else {
+                        rest.split_once("`: ")
+                    };
+                    if let Some((name, problem)) = split {
+                        segments.push(Segment::Key(name.to_string()));
+                        if !keep_prefix {
+                            message = problem.to_string();
+                        }
                     }
+                    break;
                 }
-                line = line.min(line_of(text, &parse_path(&field)));
-                field
+                line = line.min(line_of(text, &segments));
+                let field = render_path(&segments);
+                if field.is_empty() {
+                    "-".to_string()
+                } else {
+                    field
+                }
             };
-            return Err(ScenarioError {
-                file: file.to_path_buf(),
-                line,
-                field,
-                message,
-            });
+            return Err(ScenarioError::new(file, line, field, message));
         }
     };
     if let Err(problem) = deserializer.end() {
-        return Err(ScenarioError {
-            file: file.to_path_buf(),
-            line: problem.line(),
-            field: "-".into(),
-            message: strip_position(&problem.to_string()),
-        });
+        return Err(ScenarioError::new(
+            file,
+            problem.line(),
+            "-",
+            strip_position(&problem.to_string()),
+        ));
     }
-    validate(&scenario, known_rules).map_err(|(path, message)| ScenarioError {
-        file: file.to_path_buf(),
-        line: line_of(text, &path),
-        field: render_path(&path),
-        message,
-    })?;
+    let problem = validate_limits(&scenario)
+        .and_then(|()| validate(&scenario, known_rules))
+        .and_then(|()| validate_session_keys(text));
+    problem.map_err(|(path, message)| ScenarioError::new(file, line_of(text, &path), render_path(&path), message))?;
     Ok(scenario)
+}
+
+fn segments_of(path: &serde_path_to_error::Path) -> Vec<Segment> {
+    path.iter()
+        .filter_map(|segment| match segment {
+            serde_path_to_error::Segment::Seq { index } => Some(Segment::Index(*index)),
+            serde_path_to_error::Segment::Map { key } => Some(Segment::Key(key.clone())),
+            serde_path_to_error::Segment::Enum { variant } => Some(Segment::Key(variant.clone())),
+            serde_path_to_error::Segment::Unknown => None,
+        })
+        .collect()
 }
 
 fn strip_position(message: &str) -> String {
@@ -526,6 +671,53 @@ fn strip_position(message: &str) -> String {
         Some(at) => message[..at].to_string(),
         None => message.to_string(),
     }
+}
+
+/// How many characters of quoted input (between backticks) a message keeps.
+const QUOTED_CHARS_MAX: usize = 80;
+
+/// How many characters a whole message keeps.
+const MESSAGE_CHARS_MAX: usize = 1_000;
+
+/// `text` with every control character escaped (`\n`, `\u{1b}`): printed, it stays on one line
+/// and cannot repaint a terminal.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\t' => escaped.push_str("\\t"),
+            c if c.is_control() => escaped.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// A message fit to print: quoted input (between backticks) cut after 80 characters, the
+/// whole cut after 1,000, control characters escaped.
+pub fn clip_message(message: &str) -> String {
+    let mut clipped = String::new();
+    for (index, piece) in message.split('`').enumerate() {
+        if index > 0 {
+            clipped.push('`');
+        }
+        if index % 2 == 1 && piece.chars().count() > QUOTED_CHARS_MAX {
+            clipped.extend(piece.chars().take(QUOTED_CHARS_MAX));
+            clipped.push('…');
+        } else {
+            clipped.push_str(piece);
+        }
+    }
+    if clipped.chars().count() > MESSAGE_CHARS_MAX {
+        clipped = clipped.chars().take(MESSAGE_CHARS_MAX).collect();
+        clipped.push('…');
+    }
+    printable(&clipped)
 }
 
 type Problem = (Vec<Segment>, String);
@@ -562,6 +754,193 @@ fn validate_net(net: &NetPlan) -> Result<(), Problem> {
         }
     }
     Ok(())
+}
+
+/// The limits a scenario is checked against when it is loaded (bad input, exit 2, naming the
+/// field). Every count, size and time a scenario gives is bounded here, so that no number in a
+/// file can make the kit allocate or wait in proportion to it. The module documentation lists them.
+pub mod limits {
+    /// The largest scenario file, in bytes (4 MiB): bounds every text, list and nesting.
+    pub const FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
+    /// `session`: initial entries.
+    pub const SESSION_ENTRIES_MAX: usize = 10_000;
+    /// `model`: scripted responses.
+    pub const MODEL_STEPS_MAX: usize = 10_000;
+    /// `model[i].toolCalls`: calls in one response.
+    pub const TOOL_CALLS_PER_STEP_MAX: usize = 1_000;
+    /// `model[i].chunks`: streamed pieces of one response (one string each).
+    pub const CHUNKS_MAX: u32 = 1_000;
+    /// `operations`.
+    pub const OPERATIONS_MAX: usize = 10_000;
+    /// `extensions`, `tools`.
+    pub const EXTENSIONS_MAX: usize = 1_000;
+    pub const TOOLS_MAX: usize = 1_000;
+    /// `config.maxSteps`: model requests per prompt.
+    pub const STEPS_MAX: u32 = 1_000;
+    /// `config.ids.start`.
+    pub const IDS_START_MAX: u64 = 1_000_000_000_000;
+    /// `config.clock.startMs` (2100-01-01T00:00:00Z) and `config.clock.stepMs` (one day).
+    pub const CLOCK_START_MS_MAX: u64 = 4_102_444_800_000;
+    pub const CLOCK_STEP_MS_MAX: u64 = 86_400_000;
+    /// `config.context.total`, `reservedOutput`, `safetyMargin` (tokens).
+    pub const CONTEXT_TOKENS_MAX: u64 = 1_000_000_000_000;
+    /// `faults.appends[i].at`, `faults.writes[i].at`: the 1-based append or write counted.
+    pub const FAULT_AT_MAX: u32 = 1_000_000;
+    /// `net.latencyMinMs`, `net.latencyMaxMs`.
+    pub const NET_LATENCY_MS_MAX: u64 = 60_000;
+    /// `net.storeTimeoutMs`, `net.modelTimeoutMs`, and `atMs`, `delayMs`, `forMs` of a net
+    /// fault: one hour of simulated time.
+    pub const NET_TIME_MS_MAX: u64 = 3_600_000;
+}
+
+fn over(path: &str, value: impl std::fmt::Display, limit: impl std::fmt::Display) -> Problem {
+    at(
+        path,
+        format!("{value} is over the limit of {limit} (see the scenario format's limits)"),
+    )
+}
+
+fn check_count(path: &str, count: usize, limit: usize) -> Result<(), Problem> {
+    if count > limit {
+        return Err(at(
+            path,
+            format!("{count} items, over the limit of {limit} (see the scenario format's limits)"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_number<T: PartialOrd + std::fmt::Display>(path: &str, value: T, limit: T) -> Result<(), Problem> {
+    if value > limit {
+        return Err(over(path, value, limit));
+    }
+    Ok(())
+}
+
+/// Every count, size and time within [`limits`].
+fn validate_limits(scenario: &Scenario) -> Result<(), Problem> {
+    check_count("session", scenario.session.len(), limits::SESSION_ENTRIES_MAX)?;
+    check_count("model", scenario.model.len(), limits::MODEL_STEPS_MAX)?;
+    check_count("operations", scenario.operations.len(), limits::OPERATIONS_MAX)?;
+    check_count("extensions", scenario.extensions.len(), limits::EXTENSIONS_MAX)?;
+    check_count("tools", scenario.tools.len(), limits::TOOLS_MAX)?;
+    let config = &scenario.config;
+    check_number("config.maxSteps", config.max_steps, limits::STEPS_MAX)?;
+    check_number("config.ids.start", config.ids.start, limits::IDS_START_MAX)?;
+    check_number(
+        "config.clock.startMs",
+        config.clock.start_ms,
+        limits::CLOCK_START_MS_MAX,
+    )?;
+    check_number("config.clock.stepMs", config.clock.step_ms, limits::CLOCK_STEP_MS_MAX)?;
+    check_number("config.context.total", config.context.total, limits::CONTEXT_TOKENS_MAX)?;
+    check_number(
+        "config.context.reservedOutput",
+        config.context.reserved_output,
+        limits::CONTEXT_TOKENS_MAX,
+    )?;
+    check_number(
+        "config.context.safetyMargin",
+        config.context.safety_margin,
+        limits::CONTEXT_TOKENS_MAX,
+    )?;
+    for (index, step) in scenario.model.iter().enumerate() {
+        check_count(
+            &format!("model[{index}].toolCalls"),
+            step.tool_calls.len(),
+            limits::TOOL_CALLS_PER_STEP_MAX,
+        )?;
+        if let Some(chunks) = step.chunks {
+            check_number(&format!("model[{index}].chunks"), chunks, limits::CHUNKS_MAX)?;
+        }
+    }
+    for (index, fault) in scenario.faults.appends.iter().enumerate() {
+        check_number(&format!("faults.appends[{index}].at"), fault.at, limits::FAULT_AT_MAX)?;
+    }
+    for (index, fault) in scenario.faults.writes.iter().enumerate() {
+        check_number(&format!("faults.writes[{index}].at"), fault.at, limits::FAULT_AT_MAX)?;
+    }
+    if let Some(net) = &scenario.net {
+        check_number("net.latencyMinMs", net.latency_min_ms, limits::NET_LATENCY_MS_MAX)?;
+        check_number("net.latencyMaxMs", net.latency_max_ms, limits::NET_LATENCY_MS_MAX)?;
+        check_number("net.storeTimeoutMs", net.store_timeout_ms, limits::NET_TIME_MS_MAX)?;
+        check_number("net.modelTimeoutMs", net.model_timeout_ms, limits::NET_TIME_MS_MAX)?;
+        for (index, fault) in net.faults.iter().enumerate() {
+            let path = |field: &str| format!("net.faults[{index}].{field}");
+            if let Some(at_ms) = fault.at_ms {
+                check_number(&path("atMs"), at_ms, limits::NET_TIME_MS_MAX)?;
+            }
+            check_number(&path("delayMs"), fault.delay_ms, limits::NET_TIME_MS_MAX)?;
+            if let Some(for_ms) = fault.for_ms {
+                check_number(&path("forMs"), for_ms, limits::NET_TIME_MS_MAX)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Unknown keys in the initial session's entries. A metadata entry (`custom`, `label`, ...)
+/// and a compaction keep every key they were read with, so Pi's future fields pass through
+/// unchanged and are allowed. A message entry keeps only the fields the kit models: a key it
+/// would drop on writing the entry back is refused, so that nothing in a scenario is lost
+/// silently.
+fn validate_session_keys(text: &str) -> Result<(), Problem> {
+    let Ok(Value::Object(document)) = serde_json::from_str::<Value>(text) else {
+        return Ok(());
+    };
+    let Some(Value::Array(entries)) = document.get("session") else {
+        return Ok(());
+    };
+    for (index, raw) in entries.iter().enumerate() {
+        let Value::Object(object) = raw else {
+            continue;
+        };
+        let Ok(entry) = SessionEntry::from_object(object.clone()) else {
+            continue;
+        };
+        let written = Value::Object(entry.to_object());
+        let mut path = vec![Segment::Key("session".into()), Segment::Index(index)];
+        if let Some(key) = first_dropped_key(raw, &written, &mut path) {
+            return Err((
+                path,
+                format!(
+                    "unknown key `{key}` in a `{}` entry: the kit would drop it (only metadata entries and compactions keep unknown keys)",
+                    entry.kind()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first key of `raw` that `written` lacks, at any depth; `path` is extended to it.
+fn first_dropped_key(raw: &Value, written: &Value, path: &mut Vec<Segment>) -> Option<String> {
+    match (raw, written) {
+        (Value::Object(raw), Value::Object(written)) => {
+            for (key, value) in raw {
+                path.push(Segment::Key(key.clone()));
+                let Some(kept) = written.get(key) else {
+                    return Some(key.clone());
+                };
+                if let Some(found) = first_dropped_key(value, kept, path) {
+                    return Some(found);
+                }
+                path.pop();
+            }
+            None
+        }
+        (Value::Array(raw), Value::Array(written)) => {
+            for (index, (value, kept)) in raw.iter().zip(written).enumerate() {
+                path.push(Segment::Index(index));
+                if let Some(found) = first_dropped_key(value, kept, path) {
+                    return Some(found);
+                }
+                path.pop();
+            }
+            None
+        }
+        _ => None,
+    }
 }
 
 fn validate(scenario: &Scenario, known_rules: &[&str]) -> Result<(), Problem> {
@@ -691,19 +1070,20 @@ pub const UNKNOWN_TOOL_RULE: &str = "WIRE-7";
 
 /// Rejects `after` conditions that can never hold for the operation at `index`.
 fn check_after(after: After, index: usize, scenario: &Scenario) -> Result<(), String> {
-    let model_steps = scenario.model.len() as u32;
-    let tool_calls: u32 = scenario.model.iter().map(|step| step.tool_calls.len() as u32).sum();
-    let chunks: u32 = scenario
+    // Counted in u64: the limits keep every product well inside it.
+    let model_steps = scenario.model.len() as u64;
+    let tool_calls: u64 = scenario.model.iter().map(|step| step.tool_calls.len() as u64).sum();
+    let chunks: u64 = scenario
         .model
         .iter()
-        .map(|step| step.chunks.unwrap_or(1).saturating_sub(1))
+        .map(|step| u64::from(step.chunks.unwrap_or(1).saturating_sub(1)))
         .sum();
-    let hooks = tool_calls * 2 * scenario.extensions.len() as u32;
+    let hooks = tool_calls * 2 * scenario.extensions.len() as u64;
     let mode_ops = scenario
         .operations
         .iter()
         .filter(|spec| spec.op == OpKind::Mode)
-        .count() as u32;
+        .count() as u64;
     let (count, limit, what) = match after {
         After::Settled(op) => {
             if op == 0 || op as usize > scenario.operations.len() {
@@ -728,8 +1108,8 @@ fn check_after(after: After, index: usize, scenario: &Scenario) -> Result<(), St
                 .operations
                 .iter()
                 .filter(|spec| spec.operation().is_prompt_like())
-                .count() as u32;
-            let messages = prompts + model_steps + tool_calls + scenario.operations.len() as u32;
+                .count() as u64;
+            let messages = prompts + model_steps + tool_calls + scenario.operations.len() as u64;
             (count, messages, "messages can be appended")
         }
         After::Writes(count) => (count, mode_ops, "mode operations can write"),
@@ -737,7 +1117,7 @@ fn check_after(after: After, index: usize, scenario: &Scenario) -> Result<(), St
     if count == 0 {
         return Err("a count of 0 always holds; leave `after` out instead".into());
     }
-    if count > limit {
+    if u64::from(count) > limit {
         return Err(format!(
             "waits for {count}, but at most {limit} {what}: this can never hold"
         ));

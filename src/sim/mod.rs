@@ -47,6 +47,16 @@ pub trait Subject {
     fn reference_mutations(&self) -> Option<crate::runtime::Mutations> {
         None
     }
+    /// The name of the zoo's mutant this subject runs (replay commands carry it); `None` for
+    /// the reference itself and for any other implementation.
+    fn mutant_name(&self) -> Option<&'static str> {
+        None
+    }
+    /// The adapter command and its step timeout (ms) of an external implementation, for
+    /// replay commands; `None` in process.
+    fn implementation(&self) -> Option<(String, u64)> {
+        None
+    }
 }
 
 /// The subject could not be driven: a protocol breach, a crash, a hang (verdict "broken", exit

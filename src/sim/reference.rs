@@ -64,6 +64,10 @@ impl Subject for ReferenceSubject {
         Some(self.mutations.clone())
     }
 
+    fn mutant_name(&self) -> Option<&'static str> {
+        self.mutations.name()
+    }
+
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
         let runtime = self.runtime.as_mut().ok_or_else(|| SubjectFailure::Protocol {
             message: "an input was delivered before a successful start".into(),

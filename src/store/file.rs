@@ -9,7 +9,9 @@
 //!
 //! Parsing rejects what is not a session file at all ([`SessionFileError`]: not UTF-8, not JSON,
 //! a line over the byte limit, no Pi record anywhere, empty) and accepts everything else as raw
-//! JSON, however broken the tree: judging a session is `store::check`'s business. Lines are read
+//! JSON, however broken the tree: judging a session is `store::check`'s business. A lone
+//! surrogate escape (`"\ud800"`, which JavaScript's `JSON.stringify` writes for half of a split
+//! emoji) is read as U+FFFD rather than refused, so real Pi files can be judged. Lines are read
 //! through a bounded reader, so a huge line is measured and rejected without being held whole.
 //! Nothing here panics on any input.
 
@@ -265,7 +267,16 @@ fn parse_line(bytes: &[u8], line: usize, first_content_line: bool) -> Result<Val
         line,
         column: error.valid_up_to() + 1,
     })?;
-    serde_json::from_str(text).map_err(|error| {
+    let parsed = serde_json::from_str(text).or_else(|error| {
+        // JavaScript's JSON.stringify writes a lone surrogate (`"\ud800"`, half of a split
+        // emoji) as an escape that strict JSON refuses. Pi writes such lines, so they are read
+        // with each lone surrogate as U+FFFD: the checks judge ids and the tree, never text.
+        match repair_lone_surrogates(text) {
+            Some(repaired) => serde_json::from_str(&repaired).map_err(|_| error),
+            None => Err(error),
+        }
+    });
+    parsed.map_err(|error| {
         let opens_document = matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['));
         if first_content_line && error.is_eof() && opens_document {
             return SessionFileError::NotPiSession {
@@ -281,6 +292,48 @@ fn parse_line(bytes: &[u8], line: usize, first_content_line: bool) -> Result<Val
             message: strip_position(&error.to_string()),
         }
     })
+}
+
+/// `text` with every lone surrogate escape (`\\uD800`-`\\uDFFF` not in a valid pair) replaced
+/// by `\\uFFFD`; `None` when there is none. Linear in the text.
+fn repair_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let escape_at = |at: usize| -> Option<u32> {
+        let digits = bytes.get(at + 2..at + 6)?;
+        if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let mut repaired = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut copied_to = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        match escape_at(at) {
+            Some(0xD800..=0xDBFF) if matches!(escape_at(at + 6), Some(0xDC00..=0xDFFF)) => {
+                at += 12;
+            }
+            Some(0xD800..=0xDFFF) => {
+                repaired.push_str(&text[copied_to..at]);
+                repaired.push_str("\\uFFFD");
+                changed = true;
+                at += 6;
+                copied_to = at;
+            }
+            // Any other escape: skip the backslash and the escaped character.
+            _ => at += 2,
+        }
+    }
+    if !changed {
+        return None;
+    }
+    repaired.push_str(&text[copied_to.min(text.len())..]);
+    Some(repaired)
 }
 
 /// serde_json's message without its ` at line L column C` suffix (the line is the file's, not

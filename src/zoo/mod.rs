@@ -53,6 +53,21 @@ impl Mutant {
         }
     }
 
+    /// Whether the mutant belongs to the interleaving tier: it must survive the canonical
+    /// schedule of every scenario and fall only to exploration.
+    pub fn interleaving_only(self) -> bool {
+        matches!(self, Mutant::Seam(bug) if bug.interleaving_only())
+    }
+
+    /// `canonical` or `interleaving`: the tier `agentsim mutants` holds the mutant to.
+    pub fn tier(self) -> &'static str {
+        if self.interleaving_only() {
+            "interleaving"
+        } else {
+            "canonical"
+        }
+    }
+
     /// A fresh subject with this bug.
     pub fn subject(self) -> Box<dyn Subject + Send> {
         match self {

@@ -74,6 +74,43 @@ pub enum SeamBug {
     LibraryReasonAlwaysStop,
     /// json mode lists only the run's new messages, not the transcript.
     JsonMessagesSuffixOnly,
+    // Bugs of one window of a run: what the runtime does depends on what is in flight when an
+    // operation or answer arrives. Most of these windows are never opened by the canonical
+    // schedule (operations first, effects oldest first): `interleaving_only` names that tier.
+    /// The abort is wired to the agent only between tool rounds: while an after hook runs, it
+    /// is dropped.
+    AbortLostDuringAfterHook,
+    /// The abort reaches only the run's first stream: during a later request it is dropped.
+    AbortLostOnLaterRequest,
+    /// The stream counts as done once its last chunk arrived: an abort before the final
+    /// message is dropped.
+    AbortLostAfterLastChunk,
+    /// A steer while an after hook runs is dropped (the host holds the agent's queue).
+    SteerLostDuringAfterHook,
+    /// A steer while a tool runs is dropped.
+    SteerLostDuringTool,
+    /// A follow-up during a later request of the run is dropped.
+    FollowUpLostOnLaterRequest,
+    /// dispose() waits for the agent, not the store: with no prompt queued it resolves while
+    /// the last run's appends are in flight.
+    DisposeIgnoresPersistingRun,
+    /// flush() waits for the agent, not the store: it resolves while appends are in flight.
+    FlushIgnoresPersistingRun,
+    /// flush() checks "no model stream open": it resolves while a tool runs.
+    FlushResolvesDuringTool,
+    /// dispose() checks "no model stream open": it resolves while a tool runs.
+    DisposeResolvesDuringTool,
+    /// A sink error that comes back after the next run got a model response is reported as a
+    /// mode error of the runtime's own.
+    WriteErrorWrappedWhenLate,
+    /// A steer during a later request of the run is dropped.
+    SteerLostOnLaterRequest,
+    /// flush() resolves while an after hook runs.
+    FlushResolvesDuringAfterHook,
+    /// flush() resolves during a later request of the run (it watches the first stream only).
+    FlushResolvesOnLaterRequest,
+    /// dispose() resolves during a later request of the run (it watches the first stream only).
+    DisposeResolvesOnLaterRequest,
 }
 
 impl SeamBug {
@@ -103,6 +140,21 @@ impl SeamBug {
         SeamBug::TimestampsNotFromClock,
         SeamBug::LibraryReasonAlwaysStop,
         SeamBug::JsonMessagesSuffixOnly,
+        SeamBug::AbortLostDuringAfterHook,
+        SeamBug::AbortLostOnLaterRequest,
+        SeamBug::AbortLostAfterLastChunk,
+        SeamBug::SteerLostDuringAfterHook,
+        SeamBug::SteerLostDuringTool,
+        SeamBug::FollowUpLostOnLaterRequest,
+        SeamBug::DisposeIgnoresPersistingRun,
+        SeamBug::FlushIgnoresPersistingRun,
+        SeamBug::FlushResolvesDuringTool,
+        SeamBug::DisposeResolvesDuringTool,
+        SeamBug::WriteErrorWrappedWhenLate,
+        SeamBug::SteerLostOnLaterRequest,
+        SeamBug::FlushResolvesDuringAfterHook,
+        SeamBug::FlushResolvesOnLaterRequest,
+        SeamBug::DisposeResolvesOnLaterRequest,
     ];
 
     pub fn name(self) -> &'static str {
@@ -132,7 +184,42 @@ impl SeamBug {
             SeamBug::TimestampsNotFromClock => "timestamps-not-from-clock",
             SeamBug::LibraryReasonAlwaysStop => "library-reason-always-stop",
             SeamBug::JsonMessagesSuffixOnly => "json-messages-suffix-only",
+            SeamBug::AbortLostDuringAfterHook => "abort-lost-during-after-hook",
+            SeamBug::AbortLostOnLaterRequest => "abort-lost-on-later-request",
+            SeamBug::AbortLostAfterLastChunk => "abort-lost-after-last-chunk",
+            SeamBug::SteerLostDuringAfterHook => "steer-lost-during-after-hook",
+            SeamBug::SteerLostDuringTool => "steer-lost-during-tool",
+            SeamBug::FollowUpLostOnLaterRequest => "follow-up-lost-on-later-request",
+            SeamBug::DisposeIgnoresPersistingRun => "dispose-ignores-persisting-run",
+            SeamBug::FlushIgnoresPersistingRun => "flush-ignores-persisting-run",
+            SeamBug::FlushResolvesDuringTool => "flush-resolves-during-tool",
+            SeamBug::DisposeResolvesDuringTool => "dispose-resolves-during-tool",
+            SeamBug::WriteErrorWrappedWhenLate => "write-error-wrapped-when-late",
+            SeamBug::SteerLostOnLaterRequest => "steer-lost-on-later-request",
+            SeamBug::FlushResolvesDuringAfterHook => "flush-resolves-during-after-hook",
+            SeamBug::FlushResolvesOnLaterRequest => "flush-resolves-on-later-request",
+            SeamBug::DisposeResolvesOnLaterRequest => "dispose-resolves-on-later-request",
         }
+    }
+
+    /// Whether the bug belongs to the interleaving tier: it survives the canonical schedule of
+    /// every scenario and falls only to exploration.
+    pub fn interleaving_only(self) -> bool {
+        matches!(
+            self,
+            SeamBug::AbortLostDuringAfterHook
+                | SeamBug::AbortLostOnLaterRequest
+                | SeamBug::AbortLostAfterLastChunk
+                | SeamBug::SteerLostDuringAfterHook
+                | SeamBug::SteerLostOnLaterRequest
+                | SeamBug::FollowUpLostOnLaterRequest
+                | SeamBug::DisposeIgnoresPersistingRun
+                | SeamBug::FlushResolvesDuringTool
+                | SeamBug::FlushResolvesDuringAfterHook
+                | SeamBug::FlushResolvesOnLaterRequest
+                | SeamBug::DisposeResolvesOnLaterRequest
+                | SeamBug::WriteErrorWrappedWhenLate
+        )
     }
 }
 
@@ -167,6 +254,44 @@ pub struct SeamSubject {
     control_ops: Vec<OpId>,
     /// Appends issued since the last run finished (`JsonMessagesSuffixOnly`).
     appends_this_run: usize,
+    /// The window the world's next move lands in (the interleaving tier).
+    window: Window,
+}
+
+/// What is in flight: the window an operation or an answer lands in.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    /// The pending model request: its index in the model script and the chunks it streamed.
+    model: Option<(EffectId, usize, u32)>,
+    /// Model requests issued so far, over the whole run of the subject.
+    model_requests: usize,
+    /// Model requests of the current run.
+    run_requests: usize,
+    /// Chunks each scripted model response streams.
+    chunks: Vec<u32>,
+    tools: std::collections::BTreeSet<EffectId>,
+    hooks: BTreeMap<EffectId, HookPhase>,
+    /// Model responses since the last write was issued (`None`: no write pending).
+    responses_since_write: Option<usize>,
+    /// Operations the buggy runtime settled early; the runtime's own settlement is dropped.
+    settled_early: Vec<OpId>,
+}
+
+impl Window {
+    fn after_hook_running(&self) -> bool {
+        self.hooks.values().any(|phase| *phase == HookPhase::After)
+    }
+
+    fn later_request_running(&self) -> bool {
+        self.model.is_some() && self.run_requests >= 2
+    }
+
+    fn stream_fully_chunked(&self) -> bool {
+        self.model.is_some_and(|(_, index, streamed)| {
+            let chunks = self.chunks.get(index).copied().unwrap_or(0);
+            chunks >= 1 && streamed >= chunks
+        })
+    }
 }
 
 impl SeamSubject {
@@ -183,6 +308,98 @@ impl SeamSubject {
             held_disposes: Vec::new(),
             control_ops: Vec::new(),
             appends_this_run: 0,
+            window: Window::default(),
+        }
+    }
+
+    /// The interleaving tier's rewrites: the operation as the buggy runtime treats it in the
+    /// window it lands in. `Err(())` swallows it (its settlement already pushed).
+    fn rewrite_in_window(&mut self, input: &Input, effects: &mut Vec<Effect>) -> Result<(), ()> {
+        let window = &self.window;
+        let persisting_alone = !self.appends_in_flight.is_empty() && self.unsettled_prompts.len() == 1;
+        let resolved = |op: OpId| Effect::Settled {
+            op,
+            settlement: Settlement::Resolved(OpValue::Unit),
+        };
+        let (op, swallow) = match (self.bug, input) {
+            (SeamBug::AbortLostDuringAfterHook, Input::Abort { op }) if window.after_hook_running() => (*op, true),
+            (SeamBug::AbortLostOnLaterRequest, Input::Abort { op }) if window.later_request_running() => (*op, true),
+            (SeamBug::AbortLostAfterLastChunk, Input::Abort { op }) if window.stream_fully_chunked() => (*op, true),
+            (SeamBug::SteerLostDuringAfterHook, Input::Steer { op, .. }) if window.after_hook_running() => (*op, true),
+            (SeamBug::SteerLostDuringTool, Input::Steer { op, .. }) if !window.tools.is_empty() => (*op, true),
+            (SeamBug::FollowUpLostOnLaterRequest, Input::FollowUp { op, .. }) if window.later_request_running() => {
+                (*op, true)
+            }
+            (SeamBug::DisposeIgnoresPersistingRun, Input::Dispose { op }) if persisting_alone => (*op, false),
+            (SeamBug::FlushIgnoresPersistingRun, Input::Flush { op }) if persisting_alone => (*op, false),
+            (SeamBug::FlushResolvesDuringTool, Input::Flush { op }) if !window.tools.is_empty() => (*op, false),
+            (SeamBug::SteerLostOnLaterRequest, Input::Steer { op, .. }) if window.later_request_running() => {
+                (*op, true)
+            }
+            (SeamBug::FlushResolvesDuringAfterHook, Input::Flush { op }) if window.after_hook_running() => (*op, false),
+            (SeamBug::FlushResolvesOnLaterRequest, Input::Flush { op }) if window.later_request_running() => {
+                (*op, false)
+            }
+            (SeamBug::DisposeResolvesOnLaterRequest, Input::Dispose { op }) if window.later_request_running() => {
+                (*op, false)
+            }
+            (SeamBug::DisposeResolvesDuringTool, Input::Dispose { op }) if !window.tools.is_empty() => (*op, false),
+            _ => return Ok(()),
+        };
+        effects.push(resolved(op));
+        if swallow {
+            return Err(());
+        }
+        self.window.settled_early.push(op);
+        Ok(())
+    }
+
+    /// Follows what is in flight, from the input the runtime is about to get.
+    fn track_input(&mut self, input: &Input) {
+        let window = &mut self.window;
+        if let Input::Complete { effect, completion } = input {
+            match completion {
+                Completion::ModelChunk { .. } => {
+                    if let Some((_, _, streamed)) = window.model.as_mut() {
+                        *streamed += 1;
+                    }
+                }
+                Completion::ModelFinal { .. } => {
+                    window.model = None;
+                    if let Some(responses) = window.responses_since_write.as_mut() {
+                        *responses += 1;
+                    }
+                }
+                Completion::Tool(_) => {
+                    window.tools.remove(effect);
+                }
+                Completion::Hook(_) => {
+                    window.hooks.remove(effect);
+                }
+                Completion::Write(_) => {}
+                Completion::Append(_) => {}
+            }
+        }
+    }
+
+    /// Follows what is in flight, from an effect the runtime issued.
+    fn track_effect(&mut self, effect: &Effect) {
+        let window = &mut self.window;
+        match effect {
+            Effect::ModelRequest { effect, .. } => {
+                window.model = Some((*effect, window.model_requests, 0));
+                window.model_requests += 1;
+                window.run_requests += 1;
+            }
+            Effect::ToolCall { effect, .. } => {
+                window.tools.insert(*effect);
+            }
+            Effect::Hook { effect, phase, .. } => {
+                window.hooks.insert(*effect, *phase);
+            }
+            Effect::Write { .. } => window.responses_since_write = Some(0),
+            Effect::Settled { op, .. } if self.unsettled_prompts.contains(op) => window.run_requests = 0,
+            _ => {}
         }
     }
 
@@ -239,6 +456,26 @@ impl SeamSubject {
 
     /// Passes one input to the runtime and rewrites what comes back.
     fn pass(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        self.track_input(&input);
+        let late_write_failure = matches!(
+            &input,
+            Input::Complete {
+                completion: Completion::Write(StoreOutcome::Failed(_)),
+                ..
+            }
+        ) && self
+            .window
+            .responses_since_write
+            .is_some_and(|responses| responses >= 1);
+        if matches!(
+            &input,
+            Input::Complete {
+                completion: Completion::Write(_),
+                ..
+            }
+        ) {
+            self.window.responses_since_write = None;
+        }
         match &input {
             Input::Prompt { op, .. } | Input::Mode { op, .. } | Input::Library { op, .. } => {
                 self.unsettled_prompts.push(*op);
@@ -275,7 +512,8 @@ impl SeamSubject {
                 }
                 continue;
             }
-            if let Some(effect) = self.rewrite_effect(effect, write_failure.as_ref()) {
+            self.track_effect(&effect);
+            if let Some(effect) = self.rewrite_effect(effect, write_failure.as_ref(), late_write_failure) {
                 effects.push(effect);
             }
         }
@@ -302,7 +540,12 @@ impl SeamSubject {
     }
 
     /// The effect as the world sees it; `None` when the bug holds it back.
-    fn rewrite_effect(&mut self, effect: Effect, write_failure: Option<&Cause>) -> Option<Effect> {
+    fn rewrite_effect(
+        &mut self,
+        effect: Effect,
+        write_failure: Option<&Cause>,
+        late_write_failure: bool,
+    ) -> Option<Effect> {
         match effect {
             Effect::ModelRequest {
                 effect,
@@ -388,8 +631,14 @@ impl SeamSubject {
                         self.appends_this_run = 0;
                     }
                 }
+                if self.window.settled_early.contains(&op) {
+                    self.window.settled_early.retain(|other| *other != op);
+                    return None;
+                }
+                let wraps = self.bug == SeamBug::WriteErrorWrapped
+                    || (self.bug == SeamBug::WriteErrorWrappedWhenLate && late_write_failure);
                 let settlement = match (self.bug, settlement) {
-                    (SeamBug::WriteErrorWrapped, Settlement::Rejected(cause)) if Some(&cause) == write_failure => {
+                    (_, Settlement::Rejected(cause)) if wraps && Some(&cause) == write_failure => {
                         Settlement::Rejected(Cause::new("mode.output_failed", format!("output failed: {cause}")))
                     }
                     (SeamBug::DisposedCodeRenamed, Settlement::Rejected(cause)) if cause.code == "runtime.disposed" => {
@@ -450,6 +699,7 @@ impl Subject for SeamSubject {
             merged_prompt: merge_system_prompt(scenario.config.system_prompt.as_deref(), &scenario.resources),
             extensions: scenario.extensions.iter().map(|script| script.name.clone()).collect(),
         };
+        self.window.chunks = scenario.model.iter().map(|step| step.chunks.unwrap_or(0)).collect();
         let leaf = scenario.config.active_leaf_id.as_deref();
         match self.bug {
             SeamBug::NullLeafAlwaysRejected if leaf.is_none() => {
@@ -480,8 +730,15 @@ impl Subject for SeamSubject {
         })
     }
 
+    fn mutant_name(&self) -> Option<&'static str> {
+        Some(self.bug.name())
+    }
+
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
         effects.append(&mut self.held);
+        if self.rewrite_in_window(&input, effects).is_err() {
+            return Ok(());
+        }
         let Some(input) = self.rewrite_input(input, effects) else {
             return Ok(());
         };

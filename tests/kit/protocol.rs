@@ -299,6 +299,37 @@ fn hostile_wrong_version() {
 }
 
 #[test]
+fn hostile_settled_for_an_operation_never_delivered() {
+    for op in ["99", "0"] {
+        assert_broken(
+            &format!("settled-never-delivered.sh {op}"),
+            "subject.malformed",
+            &[&format!("`settled` for op#{op}, an operation the kit never delivered")],
+        );
+    }
+}
+
+#[test]
+fn hostile_unsolicited_idle_flood() {
+    assert_broken(
+        "idle-flood.sh",
+        "subject.malformed",
+        &["an unsolicited line after `idle`, before the kit sent anything: \"{\\\"type\\\":\\\"idle\\\"}\""],
+    );
+}
+
+#[test]
+fn hostile_escape_with_setsid_leaves_no_process() {
+    // The escaped processes are in sessions of their own: only the kit's subreaper and
+    // descendant kill reach them; `assert_broken` checks all three pids are gone.
+    assert_broken(
+        "escape-setsid.sh",
+        "subject.crashed",
+        &["stderr: hostile: escaped, now crashing"],
+    );
+}
+
+#[test]
 fn a_wrong_but_well_formed_adapter_gets_violations_not_a_crash() {
     let folder = scratch("wrong");
     let pids = folder.join("pids");

@@ -1,0 +1,675 @@
+//! Hostile input, one test per finding of the hardening issue (each failed before its fix),
+//! and a bounded, seeded fuzz test over scenario files, session files and protocol lines.
+//!
+//! The fuzz test runs `AGENTSIM_FUZZ_CASES` mutated inputs of each kind (200 by default; CI runs
+//! more from .ci/run). Every input must end as the library's equivalent of exit 0, 1 or 2: a
+//! scenario loads (and runs to a verdict) or is a `ScenarioError` naming its file, line and
+//! field on one printable line; a session file parses (and every finding is on one of its
+//! lines) or is a `SessionFileError` with a stable code; a protocol line parses or is a typed
+//! `LineError`. Nothing panics and each input is judged within a time bound.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agentsim::check;
+use agentsim::scenario::{self, LoadedScenario};
+use agentsim::sim::reference::ReferenceSubject;
+use agentsim::sim::StrategyKind;
+use agentsim::store::{check_session, parse_session, FindingCode, Limits};
+use agentsim::suite;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentsim");
+const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+fn agentsim(args: &[&str]) -> Outcome {
+    let started = Instant::now();
+    let output = Command::new(BIN)
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs");
+    Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A fresh scratch folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let folder = std::env::temp_dir().join(format!("agentsim-hardening-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("a scratch folder");
+    folder
+}
+
+fn one_prompt() -> serde_json::Value {
+    let text = std::fs::read_to_string(root().join(ONE_PROMPT)).expect("the fixture reads");
+    serde_json::from_str(&text).expect("the fixture is JSON")
+}
+
+/// Writes `bytes` as a scenario file and runs `agentsim run` on it.
+fn run_bytes(folder: &Path, name: &str, bytes: &[u8]) -> Outcome {
+    let file = folder.join(name);
+    std::fs::write(&file, bytes).expect("the scenario writes");
+    agentsim(&["run", file.to_str().expect("utf-8 path")])
+}
+
+/// Asserts a bad-input verdict: exit 2, one stderr line, naming the file and `line: field:`,
+/// containing `expected`, no panic.
+fn assert_bad(outcome: &Outcome, file_name: &str, line_and_field: &str, expected: &str) {
+    let report = format!("stdout {:?} stderr {:?}", outcome.stdout, outcome.stderr);
+    assert_eq!(outcome.code, 2, "{report}");
+    assert!(!outcome.stderr.contains("panicked"), "{report}");
+    assert_eq!(outcome.stderr.lines().count(), 1, "{report}");
+    assert!(
+        outcome.stderr.contains(&format!("{file_name}:{line_and_field}: ")),
+        "{report}\nmissing {file_name}:{line_and_field}"
+    );
+    assert!(outcome.stderr.contains(expected), "{report}\nmissing {expected}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Every count, size and time has a limit checked at load time
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn huge_numbers_are_bad_input_naming_the_field_before_anything_is_allocated() {
+    let folder = scratch("limits");
+    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+        (
+            "model[0].chunks",
+            Box::new(|s| s["model"][0]["chunks"] = 4_294_967_295u32.into()),
+            "4294967295 is over the limit of 1000",
+        ),
+        (
+            "model[0].chunks",
+            Box::new(|s| s["model"][0]["chunks"] = 100_000_000u32.into()),
+            "100000000 is over the limit of 1000",
+        ),
+        (
+            "config.maxSteps",
+            Box::new(|s| s["config"]["maxSteps"] = 4_294_967_295u32.into()),
+            "over the limit of 1000",
+        ),
+        (
+            "config.ids.start",
+            Box::new(|s| s["config"]["ids"] = serde_json::json!({"prefix": "e-", "start": u64::MAX})),
+            "over the limit",
+        ),
+        (
+            "config.clock.stepMs",
+            Box::new(|s| s["config"]["clock"] = serde_json::json!({"startMs": 0, "stepMs": u64::MAX})),
+            "over the limit of 86400000",
+        ),
+        (
+            "faults.appends[0].at",
+            Box::new(|s| s["faults"] = serde_json::json!({"appends": [{"at": 4_294_967_295u32, "fault": "reject"}]})),
+            "over the limit of 1000000",
+        ),
+        (
+            "net.faults[0].atMs",
+            Box::new(|s| {
+                s["net"] = serde_json::json!({"faults": [{"kind": "crash-store", "atMs": u64::MAX, "forMs": 5}]})
+            }),
+            "over the limit of 3600000",
+        ),
+        (
+            "net.faults[0].forMs",
+            Box::new(|s| {
+                s["net"] = serde_json::json!({"faults": [{"kind": "crash-store", "atMs": 5, "forMs": u64::MAX}]})
+            }),
+            "over the limit of 3600000",
+        ),
+    ];
+    for (index, (field, mutate, expected)) in cases.iter().enumerate() {
+        let mut value = one_prompt();
+        mutate(&mut value);
+        let name = format!("limit-{index}.json");
+        let text = serde_json::to_string_pretty(&value).expect("serializes");
+        let outcome = run_bytes(&folder, &name, text.as_bytes());
+        let report = format!("{field}: {}", outcome.stderr);
+        assert_eq!(outcome.code, 2, "{report}");
+        assert!(outcome.stderr.contains(&format!(": {field}: ")), "{report}");
+        assert!(outcome.stderr.contains(expected), "{report}");
+        assert!(
+            outcome.elapsed < Duration::from_secs(5),
+            "{report}: took {:?}",
+            outcome.elapsed
+        );
+    }
+    let huge = vec![b' '; scenario::limits::FILE_BYTES_MAX as usize + 10];
+    let outcome = run_bytes(&folder, "huge.json", &huge);
+    assert_bad(&outcome, "huge.json", "0: -", "over the limit of 4194304 bytes");
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. check-session is linear and flags every second result for one call
+// ---------------------------------------------------------------------------------------------
+
+/// A session: header, a user message, an assistant calling `call-1`, then `results` tool results
+/// chained one below the other, all answering `call-1`.
+fn chain_of_results(results: usize) -> String {
+    let mut text = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+    );
+    let entry = |id: &str, parent: Option<&str>, message: &str| {
+        let parent = parent.map_or("null".to_string(), |parent| format!("\"{parent}\""));
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{message}}}\n"
+        )
+    };
+    text.push_str(&entry(
+        "u",
+        None,
+        "{\"role\":\"user\",\"content\":\"go\",\"timestamp\":1}",
+    ));
+    text.push_str(&entry(
+        "a",
+        Some("u"),
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\",\"id\":\"call-1\",\"name\":\"t\",\"arguments\":{}}],\"stopReason\":\"toolUse\",\"timestamp\":2}",
+    ));
+    let result = "{\"role\":\"toolResult\",\"toolCallId\":\"call-1\",\"toolName\":\"t\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"}],\"isError\":false,\"timestamp\":3}";
+    let mut parent = "a".to_string();
+    for index in 0..results {
+        let id = format!("r{index}");
+        text.push_str(&entry(&id, Some(&parent), result));
+        parent = id;
+    }
+    text
+}
+
+#[test]
+fn check_session_is_linear_on_a_chain_of_results_answering_one_call() {
+    // 40,000 results: quadratic, this took minutes (8,000 took 13.9 s in a release build).
+    let results = 40_000;
+    let text = chain_of_results(results);
+    let started = Instant::now();
+    let parsed = parse_session(text.as_bytes(), Limits::default()).expect("a session file");
+    let findings = check_session(&parsed);
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    let duplicates = findings
+        .iter()
+        .filter(|finding| finding.code == FindingCode::ToolDuplicateResult)
+        .count();
+    assert_eq!(duplicates, results - 1, "every result after the first is flagged");
+    assert_eq!(findings.len(), results - 1, "{:?}", &findings[..3.min(findings.len())]);
+    assert_eq!(findings[0].line, 5);
+    assert!(
+        findings[0].message.contains("line 4 answered it first"),
+        "{}",
+        findings[0].message
+    );
+}
+
+#[test]
+fn one_result_per_call_on_each_branch_is_clean() {
+    // Two branches below the call, each answering it once: each path is a valid context.
+    let mut text = chain_of_results(1);
+    text.push_str(
+        "{\"type\":\"message\",\"id\":\"r-other\",\"parentId\":\"a\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"toolResult\",\"toolCallId\":\"call-1\",\"toolName\":\"t\",\"content\":[],\"isError\":false,\"timestamp\":3}}\n",
+    );
+    let parsed = parse_session(text.as_bytes(), Limits::default()).expect("a session file");
+    assert_eq!(check_session(&parsed), Vec::new());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. An empty corpus and out-of-range flags are bad input
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_empty_corpus_and_out_of_range_flags_are_bad_input() {
+    let folder = scratch("empty");
+    let empty = folder.to_str().expect("utf-8 path");
+    for args in [
+        vec!["run", empty],
+        vec!["explore", empty, "--strategy", "random", "--seeds", "2"],
+        vec!["crash-test", empty],
+        vec!["mutants", empty, "--seeds", "1"],
+    ] {
+        let outcome = agentsim(&args);
+        assert_eq!(outcome.code, 2, "{args:?}: {} {}", outcome.stdout, outcome.stderr);
+        assert!(
+            outcome.stderr.contains("no scenario file"),
+            "{args:?}: {}",
+            outcome.stderr
+        );
+        assert!(!outcome.stdout.contains("0 passed"), "{args:?}: {}", outcome.stdout);
+    }
+    for (args, expected) in [
+        (vec!["crash-test", ONE_PROMPT, "--points", "0"], "crash points from 1"),
+        (vec!["explore", ONE_PROMPT, "--threads", "0"], "at least 1"),
+        (vec!["replay", ONE_PROMPT, "--choices", "0.99"], "out of range"),
+        (
+            vec![
+                "replay",
+                ONE_PROMPT,
+                "--choices",
+                "0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0",
+            ],
+            "the run made only",
+        ),
+        (
+            vec!["replay", "tests/fixtures/protocol"],
+            "replay takes one scenario file",
+        ),
+    ] {
+        let outcome = agentsim(&args);
+        assert_eq!(outcome.code, 2, "{args:?}: {} {}", outcome.stdout, outcome.stderr);
+        assert!(outcome.stderr.contains(expected), "{args:?}: {}", outcome.stderr);
+    }
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Messages say where, and carry no raw control characters or huge input
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn invalid_utf8_is_reported_at_its_line_column_and_field() {
+    let folder = scratch("utf8");
+    let mut bytes = b"{\n  \"version\": 1,\n  \"description\": \"ab".to_vec();
+    bytes.extend_from_slice(&[0xff, 0xfe]);
+    bytes.extend_from_slice(b"\",\n  \"rules\": []\n}\n");
+    let outcome = run_bytes(&folder, "utf8.json", &bytes);
+    assert_bad(&outcome, "utf8.json", "3: description", "not valid UTF-8 at column 21");
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+#[test]
+fn duplicate_missing_and_empty_keys_name_their_field() {
+    let folder = scratch("keys");
+    let text = serde_json::to_string_pretty(&one_prompt()).expect("serializes");
+    let duplicate = text.replacen("\"version\": 1,", "\"version\": 1,\n  \"version\": 1,", 1);
+    assert_bad(
+        &run_bytes(&folder, "duplicate.json", duplicate.as_bytes()),
+        "duplicate.json",
+        "3: version",
+        "duplicate key `version`",
+    );
+    let missing = text.replacen("\"rules\"", "\"rulez\"", 1);
+    let outcome = run_bytes(&folder, "missing.json", missing.as_bytes());
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(outcome.stderr.contains(": rulez: unknown field"), "{}", outcome.stderr);
+    let no_rules = {
+        let mut value = one_prompt();
+        value.as_object_mut().expect("an object").remove("rules");
+        serde_json::to_string_pretty(&value).expect("serializes")
+    };
+    assert_bad(
+        &run_bytes(&folder, "no-rules.json", no_rules.as_bytes()),
+        "no-rules.json",
+        "1: rules",
+        "missing field `rules`",
+    );
+    let empty_key = text.replacen("\"version\": 1,", "\"version\": 1,\n  \"\": 1,", 1);
+    assert_bad(
+        &run_bytes(&folder, "empty-key.json", empty_key.as_bytes()),
+        "empty-key.json",
+        "3: [\"\"]",
+        "unknown field ``",
+    );
+    let long_key = text.replacen(
+        "\"version\": 1,",
+        &format!("\"version\": 1,\n  \"{}\": 1,", "k".repeat(1_000_000)),
+        1,
+    );
+    let outcome = run_bytes(&folder, "long-key.json", long_key.as_bytes());
+    assert_eq!(outcome.code, 2, "{}", &outcome.stderr[..outcome.stderr.len().min(500)]);
+    assert!(outcome.stderr.len() < 2_000, "a {}-byte message", outcome.stderr.len());
+    assert!(outcome.stderr.contains("…"), "{}", outcome.stderr);
+    // A duplicate inside a free-form value (a tool's parameters) is refused too.
+    let mut value = one_prompt();
+    value["tools"] = serde_json::json!([{"name": "t", "parameters": {"type": "object"}}]);
+    let nested = serde_json::to_string_pretty(&value).expect("serializes").replacen(
+        "\"type\": \"object\"",
+        "\"type\": \"object\", \"type\": \"string\"",
+        1,
+    );
+    let outcome = run_bytes(&folder, "nested.json", nested.as_bytes());
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .contains(": tools[0].parameters.type: duplicate key `type`"),
+        "{}",
+        outcome.stderr
+    );
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+#[test]
+fn control_characters_in_input_never_reach_the_terminal_raw() {
+    let folder = scratch("controls");
+    let mut value = one_prompt();
+    value["rules"] = serde_json::json!(["RESTORE-1\nagentsim: forged line\u{1b}[2J"]);
+    let text = serde_json::to_string_pretty(&value).expect("serializes");
+    let outcome = run_bytes(&folder, "controls.json", text.as_bytes());
+    assert_bad(
+        &outcome,
+        "controls.json",
+        "5: rules[0]",
+        "unknown rule ID `RESTORE-1\\nagentsim: forged line\\u{1b}[2J`",
+    );
+    assert!(!outcome.stderr.contains('\u{1b}'));
+    // check-session's human output: an id with an escape sequence and a newline.
+    let session = folder.join("controls.jsonl");
+    let mut lines = chain_of_results(0);
+    lines.push_str(
+        "{\"type\":\"label\",\"id\":\"x\\u001b[31m\\nforged\",\"parentId\":\"nowhere\",\"timestamp\":\"t\"}\n",
+    );
+    std::fs::write(&session, lines).expect("writes");
+    let outcome = agentsim(&["check-session", session.to_str().expect("utf-8 path")]);
+    assert_eq!(outcome.code, 1, "{}", outcome.stdout);
+    assert!(!outcome.stdout.contains('\u{1b}'), "{:?}", outcome.stdout);
+    assert!(outcome.stdout.contains("x\\u{1b}[31m\\nforged"), "{:?}", outcome.stdout);
+    assert_eq!(outcome.stdout.lines().count(), 3, "{:?}", outcome.stdout);
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Strictness: fault errors, session entries
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn unknown_keys_in_a_fault_error_and_duplicates_in_session_entries_are_refused() {
+    let folder = scratch("strict");
+    let mut value = one_prompt();
+    value["faults"] = serde_json::json!({"appends": [{"at": 1, "fault": "reject", "error": {"code": "x", "message": "y", "retry": true}}]});
+    let text = serde_json::to_string_pretty(&value).expect("serializes");
+    let outcome = run_bytes(&folder, "fault.json", text.as_bytes());
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .contains(": faults.appends[0].error.retry: unknown field `retry`"),
+        "{}",
+        outcome.stderr
+    );
+    let mut value = one_prompt();
+    value["session"] = serde_json::json!([{"type": "message", "id": "u", "parentId": null, "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "hi", "timestamp": 1}}]);
+    value["config"]["activeLeafId"] = "u".into();
+    let text = serde_json::to_string_pretty(&value).expect("serializes").replacen(
+        "\"role\": \"user\",",
+        "\"role\": \"user\",\n        \"role\": \"assistant\",",
+        1,
+    );
+    let outcome = run_bytes(&folder, "entry-duplicate.json", text.as_bytes());
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .contains(": session[0].message.role: duplicate key `role`"),
+        "{}",
+        outcome.stderr
+    );
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+#[test]
+fn unknown_keys_in_session_entries_are_kept_where_the_kit_keeps_them_and_refused_where_it_would_drop_them() {
+    let known: Vec<&str> = check::RULE_IDS.to_vec();
+    let mut value = one_prompt();
+    value["session"] = serde_json::json!([
+        {"type": "message", "id": "u", "parentId": null, "timestamp": "2026-01-01T00:00:00.000Z",
+         "message": {"role": "user", "content": "hi", "timestamp": 1}},
+        {"type": "custom", "customType": "x", "data": {"a": 1}, "id": "c", "parentId": "u",
+         "timestamp": "2026-01-01T00:00:00.000Z", "piAddsThisLater": [1, 2]}
+    ]);
+    value["config"]["activeLeafId"] = "c".into();
+    let text = serde_json::to_string_pretty(&value).expect("serializes");
+    let parsed = scenario::parse(Path::new("kept.json"), &text, &known).expect("a metadata entry keeps new keys");
+    let written = serde_json::to_value(&parsed.session[1]).expect("serializes");
+    assert_eq!(
+        written["piAddsThisLater"],
+        serde_json::json!([1, 2]),
+        "kept value for value"
+    );
+
+    value["session"][0]["piAddsThisLater"] = true.into();
+    let text = serde_json::to_string_pretty(&value).expect("serializes");
+    let error = scenario::parse(Path::new("dropped.json"), &text, &known).expect_err("a message entry would drop it");
+    assert_eq!(error.field, "session[0].piAddsThisLater");
+    assert!(error.message.contains("the kit would drop it"), "{}", error.message);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Real Pi files: a lone surrogate escape
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_lone_surrogate_escape_is_read_and_judged() {
+    let folder = scratch("surrogate");
+    let file = folder.join("split-emoji.jsonl");
+    let mut text = chain_of_results(1);
+    text = text.replacen("\"content\":\"go\"", "\"content\":\"half an emoji: \\ud83d\"", 1);
+    assert!(text.contains("\\ud83d\""));
+    std::fs::write(&file, &text).expect("writes");
+    let outcome = agentsim(&["check-session", file.to_str().expect("utf-8 path")]);
+    assert_eq!(outcome.code, 0, "{} {}", outcome.stdout, outcome.stderr);
+    assert!(outcome.stdout.ends_with("4 records: clean\n"), "{}", outcome.stdout);
+    // A valid pair stays valid; a lone trailing surrogate is read too.
+    let paired = parse_session(b"{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"t\",\"data\":\"\\ud83d\\ude00 \\udc00\"}\n", Limits::default())
+        .expect("reads");
+    assert_eq!(paired.records[0].value["data"], "\u{1f600} \u{fffd}");
+    let _ = std::fs::remove_dir_all(folder);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fuzz test
+// ---------------------------------------------------------------------------------------------
+
+/// A small portable PRNG (splitmix64): the fuzz test is reproducible from its seed.
+struct Mutator(u64);
+
+impl Mutator {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound.max(1) as u64) as usize
+    }
+
+    /// One to four mutations: byte flips, deletions, duplications, and insertions of hostile
+    /// tokens (huge numbers, control characters, invalid UTF-8, lone surrogates, duplicate keys).
+    fn mutate(&mut self, input: &[u8]) -> Vec<u8> {
+        const TOKENS: &[&[u8]] = &[
+            b"4294967295",
+            b"18446744073709551615",
+            b"-1",
+            b"1e999",
+            b"null",
+            b"\"\"",
+            b"{}",
+            b"[]",
+            b"\"\\ud800\"",
+            b"\"\\u001b[2J\\n\"",
+            b"\n",
+            b"\x1b[31m",
+            b"\xff\xfe",
+            b"\"a\": 1, \"a\": 2, ",
+            b"\"chunks\": 4294967295, ",
+            b"{\"type\":\"idle\"}",
+            b"\"\": 0, ",
+            b"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+        ];
+        let mut bytes = input.to_vec();
+        for _ in 0..1 + self.below(4) {
+            let at = self.below(bytes.len() + 1);
+            match self.below(5) {
+                0 if !bytes.is_empty() => {
+                    let at = at.min(bytes.len() - 1);
+                    bytes[at] ^= 1 << self.below(8);
+                }
+                1 => {
+                    let end = (at + 1 + self.below(40)).min(bytes.len());
+                    bytes.drain(at.min(end)..end);
+                }
+                2 => {
+                    let end = (at + 1 + self.below(200)).min(bytes.len());
+                    let copy = bytes[at.min(end)..end].to_vec();
+                    let to = self.below(bytes.len() + 1);
+                    bytes.splice(to..to, copy);
+                }
+                _ => {
+                    let token = TOKENS[self.below(TOKENS.len())];
+                    bytes.splice(at..at, token.iter().copied());
+                }
+            }
+        }
+        bytes
+    }
+}
+
+fn fuzz_cases() -> usize {
+    std::env::var("AGENTSIM_FUZZ_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok())
+        .unwrap_or(200)
+}
+
+fn files_under(folder: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![folder.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("the folder reads").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == extension) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// How long one mutated input may take to be judged (loaded and run, or parsed and checked).
+const CASE_TIME_MAX: Duration = Duration::from_secs(10);
+
+#[test]
+fn fuzz_mutated_inputs_end_in_a_verdict_or_a_located_error() {
+    let cases = fuzz_cases();
+    let mut mutator = Mutator(0x5eed_0014);
+    let known: Vec<&str> = check::RULE_IDS.to_vec();
+    let folder = scratch("fuzz");
+
+    // Scenario files: load from disk (the CLI's path), then run what loads.
+    let scenarios = files_under(&root().join("scenarios"), "json");
+    let (mut loaded_count, mut refused_count) = (0, 0);
+    for case in 0..cases {
+        let source = &scenarios[mutator.below(scenarios.len())];
+        let bytes = mutator.mutate(&std::fs::read(source).expect("reads"));
+        let file = folder.join(format!("case-{case}.json"));
+        std::fs::write(&file, &bytes).expect("writes");
+        let what = format!("case {case} (from {})", source.display());
+        let started = Instant::now();
+        match scenario::load(&file, "fuzz", &known) {
+            Ok(loaded) => {
+                loaded_count += 1;
+                let loaded: LoadedScenario = loaded;
+                let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
+                let _ = agentsim::cli::exit_code(std::slice::from_ref(&report));
+            }
+            Err(error) => {
+                refused_count += 1;
+                let shown = error.to_string();
+                assert_eq!(error.file, file, "{what}: {shown}");
+                assert!(!error.field.is_empty(), "{what}: no field: {shown}");
+                assert!(error.line >= 1, "{what}: no line: {shown}");
+                let lines = bytes.iter().filter(|byte| **byte == b'\n').count() + 1;
+                assert!(error.line <= lines, "{what}: line {} of {lines}: {shown}", error.line);
+                assert!(!shown.chars().any(char::is_control), "{what}: raw control: {shown:?}");
+                assert!(shown.len() < 4_000, "{what}: a {}-byte message", shown.len());
+            }
+        }
+        assert!(
+            started.elapsed() < CASE_TIME_MAX,
+            "{what}: took {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(
+        loaded_count > 0 && refused_count > 0,
+        "{loaded_count} loaded, {refused_count} refused"
+    );
+
+    // Session files: parse and check.
+    let sessions = files_under(&root().join("tests/fixtures/sessions"), "jsonl");
+    let stable = [
+        "session.empty",
+        "session.not_utf8",
+        "session.not_jsonl",
+        "session.line_too_long",
+        "session.not_pi",
+        "session.read",
+    ];
+    for case in 0..cases {
+        let source = &sessions[mutator.below(sessions.len())];
+        let bytes = mutator.mutate(&std::fs::read(source).expect("reads"));
+        let what = format!("session case {case} (from {})", source.display());
+        let started = Instant::now();
+        let lines = bytes.iter().filter(|byte| **byte == b'\n').count() + 1;
+        match parse_session(&bytes, Limits::default()) {
+            Ok(parsed) => {
+                for finding in check_session(&parsed) {
+                    assert!((1..=lines).contains(&finding.line), "{what}: {finding:?}");
+                }
+            }
+            Err(error) => {
+                assert!(stable.contains(&error.code()), "{what}: {error}");
+                if let Some(line) = error.line() {
+                    assert!((1..=lines).contains(&line), "{what}: {error}");
+                }
+            }
+        }
+        assert!(
+            started.elapsed() < CASE_TIME_MAX,
+            "{what}: took {:?}",
+            started.elapsed()
+        );
+    }
+
+    // Protocol lines: what adapters send, mutated.
+    let lines = [
+        r#"{"type":"hello","protocol":1,"implementation":{"name":"x","version":"0"},"features":["chunks"]}"#,
+        r#"{"type":"started","leaf":null,"messages":0}"#,
+        r#"{"type":"idle"}"#,
+        r#"{"type":"settled","op":1,"settlement":{"status":"resolved","value":{"kind":"unit"}}}"#,
+        r#"{"type":"effect","effect":{"kind":"append","id":4,"entry":{"type":"message","id":"x","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi","timestamp":1}}}}"#,
+        r#"{"type":"effect","effect":{"kind":"tool_call","id":5,"signal":9,"call":{"id":"c","name":"n","arguments":{}}}}"#,
+        r#"{"type":"abort_signal","signal":42}"#,
+        r#"{"type":"error","code":"x","message":"y"}"#,
+    ];
+    for case in 0..cases {
+        let source = lines[mutator.below(lines.len())];
+        let bytes = mutator.mutate(source.as_bytes());
+        let text = String::from_utf8_lossy(&bytes);
+        // Ok or a typed error; a panic fails the test.
+        let _ = agentsim::protocol::wire::parse_adapter_line(&text);
+        let _ = case;
+    }
+    let _ = std::fs::remove_dir_all(folder);
+}
