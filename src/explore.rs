@@ -30,6 +30,8 @@ pub struct ExploreConfig {
     pub check_determinism: bool,
     /// `Net`: every seed runs in the networked world, with faults drawn from it.
     pub world: crate::suite::WorldKind,
+    /// Count, per rule situation (`check::situations`), the traces that reach it.
+    pub coverage: bool,
 }
 
 /// One schedule that broke a rule (or was not deterministic, or broke the subject).
@@ -60,6 +62,8 @@ pub struct ExploreSummary {
     pub failures: Vec<ExploreFailure>,
     pub enumerations: Vec<Enumeration>,
     pub stopped_by_time: bool,
+    /// Traces that reached each situation of `check::situations()`, when counted.
+    pub coverage: Option<Vec<u64>>,
 }
 
 /// Creates a fresh subject for every run.
@@ -107,7 +111,10 @@ pub fn explore(
             scope.spawn(|| loop {
                 let index = next_scenario.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(loaded) = corpus.get(index) else { break };
-                let mut summary = ExploreSummary::default();
+                let mut summary = ExploreSummary {
+                    coverage: config.coverage.then(|| vec![0; check::situations::situations().len()]),
+                    ..ExploreSummary::default()
+                };
                 match config.strategy {
                     StrategyKind::Exhaustive { bound } => {
                         let enumeration = enumerate(
@@ -153,9 +160,15 @@ pub fn explore(
     results.sort_by_key(|(index, _)| *index);
     let mut total = ExploreSummary {
         stopped_by_time: out_of_time.load(Ordering::Relaxed),
+        coverage: config.coverage.then(|| vec![0; check::situations::situations().len()]),
         ..ExploreSummary::default()
     };
     for (_, summary) in results {
+        if let (Some(total), Some(counts)) = (total.coverage.as_mut(), &summary.coverage) {
+            for (sum, count) in total.iter_mut().zip(counts) {
+                *sum += count;
+            }
+        }
         total.passed += summary.passed;
         total.failed += summary.failed;
         total.failures.extend(summary.failures);
@@ -195,6 +208,7 @@ fn run_net_one(
         }
     };
     let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+    summary.count_situations(loaded, &outcome);
     if check_determinism {
         let same = crate::net::run_net(&loaded.scenario, &options)
             .is_ok_and(|again| again.outcome.trace.render() == outcome.trace.render());
@@ -217,6 +231,15 @@ fn nondeterministic(message: &str) -> Violation {
 }
 
 impl ExploreSummary {
+    /// Counts the situations one trace reached, when coverage is counted.
+    fn count_situations(&mut self, loaded: &LoadedScenario, outcome: &RunOutcome) {
+        let Some(counts) = self.coverage.as_mut() else { return };
+        let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &outcome.store);
+        for index in check::situations::reached(&timeline) {
+            counts[index] += 1;
+        }
+    }
+
     /// Counts one schedule: passed when it broke nothing, else a failure with its replay.
     fn record(
         &mut self,
@@ -293,6 +316,7 @@ fn run_one(
         None => replay,
     };
     let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+    summary.count_situations(loaded, &outcome);
     if check_determinism {
         let fixed: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
         let again = run(Some(&fixed));

@@ -17,6 +17,7 @@ mod poison;
 mod project;
 mod queue;
 mod restore;
+pub mod situations;
 pub mod timeline;
 mod wire;
 

@@ -53,6 +53,13 @@ pub struct ExploreArgs {
     /// (partitions, held links, store crashes) on top of the scenario's own.
     #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
     world: WorldKind,
+    /// Count, per rule and situation, the traces that reached it, print the table, and fail
+    /// (exit 1) when a situation this world can reach was never reached.
+    #[arg(long)]
+    coverage: bool,
+    /// With `--coverage`: also write the counts as JSON to FILE.
+    #[arg(long, value_name = "FILE", requires = "coverage")]
+    coverage_json: Option<PathBuf>,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -131,6 +138,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         time_limit: args.time_limit.map(Duration::from_secs),
         check_determinism: args.check_determinism,
         world: args.world,
+        coverage: args.coverage,
     };
     let mutant = args.mutant;
     if args.world == WorldKind::Net
@@ -169,10 +177,25 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
             crate::net::turmoil_seed(0)
         );
     }
+    let unreached = match &summary.coverage {
+        Some(counts) => {
+            let report = coverage_report(counts, args.world);
+            print!("{}", report.text);
+            if let Some(path) = &args.coverage_json {
+                let json = serde_json::to_string_pretty(&report.json).expect("coverage serializes");
+                if let Err(error) = std::fs::write(path, json + "\n") {
+                    eprintln!("agentsim: {}: {error}", path.display());
+                    return EXIT_BAD_INPUT;
+                }
+            }
+            report.unreached
+        }
+        None => 0,
+    };
     print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {
         EXIT_BROKEN
-    } else if summary.failed > 0 {
+    } else if summary.failed > 0 || unreached > 0 {
         EXIT_VIOLATION
     } else {
         EXIT_PASSED
@@ -328,5 +351,64 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
         EXIT_PASSED
     } else {
         EXIT_VIOLATION
+    }
+}
+
+/// The coverage table: per rule, each situation with the traces that reached it.
+struct CoverageReport {
+    text: String,
+    json: serde_json::Value,
+    /// Situations this world can reach that no trace reached.
+    unreached: usize,
+}
+
+fn coverage_report(counts: &[u64], world: WorldKind) -> CoverageReport {
+    use crate::check::situations::{situations, World};
+    let mut text = String::from("coverage: traces that reached each rule's situations\n");
+    let mut rows = Vec::new();
+    let mut unreached = Vec::new();
+    for (situation, count) in situations().iter().zip(counts) {
+        // The in-process explorations owe every situation but the networked world's; a
+        // networked exploration owes those (its schedules follow the scenario's order).
+        let required = match world {
+            WorldKind::Sim => situation.world == World::Any,
+            WorldKind::Net => situation.world == World::Net,
+        };
+        let mark = match (*count, required) {
+            (0, true) => "UNREACHED",
+            (0, false) => "not required here",
+            _ => "",
+        };
+        text.push_str(&format!(
+            "  {:<10} {:>9}  {}{}\n",
+            situation.rule,
+            count,
+            situation.name,
+            if mark.is_empty() {
+                String::new()
+            } else {
+                format!("  [{mark}]")
+            }
+        ));
+        if *count == 0 && required {
+            unreached.push(format!("{}: {}", situation.rule, situation.name));
+        }
+        rows.push(serde_json::json!({
+            "rule": situation.rule,
+            "situation": situation.name,
+            "world": match situation.world { World::Any => "any", World::Net => "net" },
+            "traces": count,
+        }));
+    }
+    text.push_str(&format!(
+        "coverage: {} situations, {} reached, {} unreached\n",
+        counts.len(),
+        counts.iter().filter(|count| **count > 0).count(),
+        unreached.len()
+    ));
+    CoverageReport {
+        text,
+        json: serde_json::json!({"situations": rows, "unreached": unreached}),
+        unreached: unreached.len(),
     }
 }

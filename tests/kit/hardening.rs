@@ -86,10 +86,13 @@ fn assert_bad(outcome: &Outcome, file_name: &str, line_and_field: &str, expected
 // 1. Every count, size and time has a limit checked at load time
 // ---------------------------------------------------------------------------------------------
 
+/// A change to the one-prompt scenario.
+type Mutation = Box<dyn Fn(&mut serde_json::Value)>;
+
 #[test]
 fn huge_numbers_are_bad_input_naming_the_field_before_anything_is_allocated() {
     let folder = scratch("limits");
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    let cases: Vec<(&str, Mutation, &str)> = vec![
         (
             "model[0].chunks",
             Box::new(|s| s["model"][0]["chunks"] = 4_294_967_295u32.into()),
