@@ -41,6 +41,10 @@ pub struct ExploreFailure {
     pub replay: String,
     pub violations: Vec<Violation>,
     pub broken: Option<SubjectFailure>,
+    /// The choice sequence the failing run took (in-process schedules), for shrinking.
+    pub choices: Option<Vec<usize>>,
+    /// A description of the run, e.g. `random seed 7`.
+    pub origin: String,
 }
 
 /// The exhaustive enumeration of one scenario.
@@ -258,6 +262,8 @@ impl ExploreSummary {
             replay,
             violations,
             broken,
+            choices: None,
+            origin: String::new(),
         });
     }
 }
@@ -327,7 +333,15 @@ fn run_one(
             violations.push(nondeterministic("the same schedule, replayed, gave a different trace"));
         }
     }
+    let failed_before = summary.failed;
     summary.record(loaded, replay, violations, None);
+    if let Some(failure) = summary.failures.last_mut().filter(|_| summary.failed > failed_before) {
+        failure.choices = Some(outcome.choices.iter().map(|(index, _)| *index).collect());
+        failure.origin = match choices {
+            Some(_) => format!("{} (exhaustive)", loaded.name),
+            None => format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
+        };
+    }
     Some(outcome)
 }
 

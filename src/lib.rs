@@ -54,6 +54,7 @@ pub mod replay;
 pub mod runtime;
 pub mod scenario;
 pub mod shell;
+pub mod shrink;
 pub mod sim;
 pub mod store;
 pub mod suite;

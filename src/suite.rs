@@ -172,7 +172,11 @@ pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioErr
 
 /// Runs one scenario and judges it.
 pub fn run_case(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subject: &mut dyn Subject) -> CaseReport {
-    let mut chooser = make_strategy(strategy, seed);
+    // A pinned schedule is the scenario's canonical one.
+    let mut chooser: Box<dyn crate::sim::Strategy> = match (&loaded.scenario.schedule, strategy) {
+        (Some(schedule), StrategyKind::Scripted) => Box::new(crate::sim::Replay::new(schedule.clone())),
+        _ => make_strategy(strategy, seed),
+    };
     run_case_with(loaded, strategy, seed, chooser.as_mut(), subject)
 }
 

@@ -21,6 +21,8 @@ mod driver;
 mod generated;
 #[path = "kit/hardening.rs"]
 mod hardening;
+#[path = "kit/interleaving.rs"]
+mod interleaving;
 #[path = "kit/lab13.rs"]
 mod lab13;
 #[path = "kit/net.rs"]

@@ -60,6 +60,10 @@ pub struct ExploreArgs {
     /// With `--coverage`: also write the counts as JSON to FILE.
     #[arg(long, value_name = "FILE", requires = "coverage")]
     coverage_json: Option<PathBuf>,
+    /// Shrink the first failing schedule of each scenario (up to 10) to a minimal scenario
+    /// file with its schedule pinned, written to DIR, and print its replay command.
+    #[arg(long, value_name = "DIR")]
+    shrink_to: Option<PathBuf>,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -155,6 +159,10 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         eprintln!("agentsim: --world net runs the core switches only; a seam mutant decorates the in-process scheduler's subject");
         return EXIT_BAD_INPUT;
     }
+    if args.shrink_to.is_some() && (args.implementation.is_some() || args.world == WorldKind::Net) {
+        eprintln!("agentsim: --shrink-to shrinks in-process schedules only (no --impl, no --world net)");
+        return EXIT_BAD_INPUT;
+    }
     if mutant.is_some() && args.implementation.is_some() {
         eprintln!("agentsim: --mutant cannot be combined with --impl");
         return EXIT_BAD_INPUT;
@@ -193,6 +201,11 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         None => 0,
     };
     print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
+    if let Some(dir) = &args.shrink_to {
+        if let Err(code) = shrink_failures(&corpus, &summary, dir, &factory) {
+            return code;
+        }
+    }
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {
         EXIT_BROKEN
     } else if summary.failed > 0 || unreached > 0 {
@@ -411,4 +424,63 @@ fn coverage_report(counts: &[u64], world: WorldKind) -> CoverageReport {
         json: serde_json::json!({"situations": rows, "unreached": unreached}),
         unreached: unreached.len(),
     }
+}
+
+/// Failing schedules shrunk per run of `explore --shrink-to`.
+const SHRINKS_MAX: usize = 10;
+
+/// Shrinks the first failing schedule of each scenario and writes it to `dir`.
+fn shrink_failures(
+    corpus: &[LoadedScenario],
+    summary: &ExploreSummary,
+    dir: &std::path::Path,
+    factory: &(dyn Fn() -> Box<dyn Subject> + Sync),
+) -> Result<(), u8> {
+    if let Err(error) = std::fs::create_dir_all(dir) {
+        eprintln!("agentsim: {}: {error}", dir.display());
+        return Err(EXIT_BAD_INPUT);
+    }
+    let mut shrunk_scenarios: Vec<&str> = Vec::new();
+    for failure in &summary.failures {
+        if shrunk_scenarios.len() >= SHRINKS_MAX || shrunk_scenarios.contains(&failure.scenario.as_str()) {
+            continue;
+        }
+        let (Some(choices), Some(violation)) = (
+            &failure.choices,
+            failure
+                .violations
+                .iter()
+                .find(|violation| crate::check::RULE_IDS.contains(&violation.rule.as_str())),
+        ) else {
+            continue;
+        };
+        let Some(loaded) = corpus.iter().find(|loaded| loaded.name == failure.scenario) else {
+            continue;
+        };
+        shrunk_scenarios.push(&failure.scenario);
+        let shrunk = match crate::shrink::shrink(loaded, choices, &violation.rule, factory, &failure.origin) {
+            Ok(shrunk) => shrunk,
+            Err(error) => {
+                println!("shrink {}: {error}", failure.scenario);
+                continue;
+            }
+        };
+        let file = dir.join(format!("{}.{}.json", failure.scenario.replace('/', "-"), shrunk.rule));
+        let text = serde_json::to_string_pretty(&shrunk.scenario).expect("scenarios serialize") + "\n";
+        if let Err(error) = std::fs::write(&file, text) {
+            eprintln!("agentsim: {}: {error}", file.display());
+            return Err(EXIT_BAD_INPUT);
+        }
+        let replay = crate::replay::ReplaySpec {
+            mutant: factory().mutant_name().map(str::to_string),
+            ..crate::replay::ReplaySpec::new(file.clone(), StrategyKind::Scripted, 0)
+        };
+        println!(
+            "shrunk {} ({}): {} -> {} [{} runs]",
+            failure.scenario, shrunk.rule, shrunk.before, shrunk.after, shrunk.runs
+        );
+        println!("       wrote {}", file.display());
+        println!("       replay: {}", replay.command());
+    }
+    Ok(())
 }

@@ -91,6 +91,12 @@ pub struct Scenario {
     /// turmoil hosts. Absent: the in-process scheduler.
     #[serde(default)]
     pub net: Option<NetPlan>,
+    /// A pinned schedule: the choice taken at each step (an index into the enabled choices,
+    /// operations first, then pending effects oldest first; 0 after the list ends). Present,
+    /// it replaces the canonical schedule of `run` and `replay` (`--strategy scripted`), as
+    /// `explore --shrink-to` writes a failing interleaving down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Vec<usize>>,
 }
 
 /// The networked world's settings and its planned faults (`net`).
@@ -822,6 +828,9 @@ fn validate_limits(scenario: &Scenario) -> Result<(), Problem> {
     check_count("session", scenario.session.len(), limits::SESSION_ENTRIES_MAX)?;
     check_count("model", scenario.model.len(), limits::MODEL_STEPS_MAX)?;
     check_count("operations", scenario.operations.len(), limits::OPERATIONS_MAX)?;
+    if let Some(schedule) = &scenario.schedule {
+        check_count("schedule", schedule.len(), crate::sim::STEPS_MAX)?;
+    }
     check_count("extensions", scenario.extensions.len(), limits::EXTENSIONS_MAX)?;
     check_count("tools", scenario.tools.len(), limits::TOOLS_MAX)?;
     let config = &scenario.config;

@@ -220,6 +220,7 @@ prop_compose! {
             operations: specs,
             expect: Expectations::default(),
             net: None,
+            schedule: None,
         }
     }
 }

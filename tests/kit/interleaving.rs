@@ -1,0 +1,86 @@
+//! The interleaving tier: bugs that only other schedules than the canonical one reveal.
+//!
+//! Each interleaving-only mutant of the zoo must survive the canonical schedule of every
+//! scenario, fall to a rule under random or pct exploration within 1,000 seeds, and shrink to
+//! a scenario file, schedule pinned, that fails the same rule under a plain run and is no
+//! larger than the scenario it came from, while the reference passes it.
+
+use std::path::Path;
+
+use agentsim::check::RULE_IDS;
+use agentsim::explore::hunt_mutant;
+use agentsim::scenario;
+use agentsim::sim::reference::ReferenceSubject;
+use agentsim::sim::{StrategyKind, Subject};
+use agentsim::suite::{load_corpus, run_case, Verdict};
+use agentsim::zoo::Mutant;
+
+#[test]
+fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shrink() {
+    let corpus = load_corpus(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")]).expect("the corpus loads");
+    let tier: Vec<Mutant> = Mutant::all()
+        .into_iter()
+        .filter(|mutant| mutant.interleaving_only())
+        .collect();
+    assert!(tier.len() >= 10, "the interleaving tier has {} mutants", tier.len());
+    let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interleaving-shrunk");
+    std::fs::create_dir_all(&folder).expect("the folder is created");
+    for mutant in tier {
+        let hunt = hunt_mutant(&corpus, mutant, 1_000);
+        assert!(!hunt.canonical, "{}: a canonical schedule kills it", mutant.name());
+        let kill = hunt
+            .kill
+            .unwrap_or_else(|| panic!("{}: survived 1,000 seeds of exploration", mutant.name()));
+        assert!(kill.seed < 1_000 && kill.strategy != StrategyKind::Scripted);
+        let loaded = corpus
+            .iter()
+            .find(|loaded| loaded.name == kill.scenario)
+            .expect("the killing scenario");
+        let case = run_case(loaded, kill.strategy, kill.seed, mutant.subject().as_mut());
+        let choices: Vec<usize> = case
+            .outcome
+            .expect("the killing run ran")
+            .choices
+            .iter()
+            .map(|(index, _)| *index)
+            .collect();
+        let make_subject = || -> Box<dyn Subject> { mutant.subject() };
+        let shrunk = agentsim::shrink::shrink(loaded, &choices, &kill.rule, &make_subject, "the test")
+            .unwrap_or_else(|error| panic!("{}: {error}", mutant.name()));
+        assert!(
+            shrunk.after.operations <= shrunk.before.operations && shrunk.after.faults <= shrunk.before.faults,
+            "{}: shrunk to {} from {}",
+            mutant.name(),
+            shrunk.after,
+            shrunk.before
+        );
+        let file = folder.join(format!("{}.json", mutant.name()));
+        std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&shrunk.scenario).expect("serializes"),
+        )
+        .expect("written");
+        let pinned = scenario::load(&file, mutant.name(), RULE_IDS).expect("the shrunk file loads");
+        assert!(
+            pinned.scenario.schedule.is_some(),
+            "{}: no pinned schedule",
+            mutant.name()
+        );
+        let replayed = run_case(&pinned, StrategyKind::Scripted, 0, mutant.subject().as_mut());
+        assert!(
+            replayed.violations.iter().any(|violation| violation.rule == kill.rule),
+            "{}: the shrunk scenario does not fail {} under a plain run: {:?}",
+            mutant.name(),
+            kill.rule,
+            replayed.violations
+        );
+        let reference = run_case(&pinned, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
+        assert_eq!(
+            reference.verdict,
+            Verdict::Passed,
+            "{}: the reference fails the shrunk scenario: {:?}",
+            mutant.name(),
+            reference.violations
+        );
+    }
+}
