@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::check::{self, Violation};
 use crate::replay::ReplaySpec;
 use crate::scenario::LoadedScenario;
+use crate::sim::guided::GuidedSearch;
 use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, Subject, SubjectFailure};
 
 /// Which schedules to run.
@@ -133,6 +134,26 @@ pub fn explore(
                         summary.enumerations.push(enumeration);
                         progress(done.fetch_add(runs, Ordering::Relaxed) + runs, planned);
                     }
+                    StrategyKind::Guided => {
+                        // One search per scenario, seeded by the shard: `seeds` is its number
+                        // of schedules, split over the shards.
+                        let mut search = GuidedSearch::new(config.shard.0 - 1);
+                        for &seed in &seeds {
+                            if timed_out() {
+                                break;
+                            }
+                            run_one(
+                                loaded,
+                                StrategyKind::Guided,
+                                seed,
+                                Schedule::Guided(&mut search),
+                                config.check_determinism,
+                                make_subject,
+                                &mut summary,
+                            );
+                            progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
+                        }
+                    }
                     strategy => {
                         for &seed in &seeds {
                             if timed_out() {
@@ -147,7 +168,7 @@ pub fn explore(
                                 loaded,
                                 strategy,
                                 seed,
-                                None,
+                                Schedule::Seed,
                                 config.check_determinism,
                                 make_subject,
                                 &mut summary,
@@ -268,16 +289,31 @@ impl ExploreSummary {
     }
 }
 
-/// One schedule: `seed` for random/pct, or a fixed choice sequence.
+/// Where one schedule's choices come from.
+enum Schedule<'s> {
+    /// `strategy` from `seed` (random, pct).
+    Seed,
+    /// A fixed choice sequence (exhaustive enumeration).
+    Choices(&'s [usize]),
+    /// The next schedule of a guided search, which gets the run's coverage back.
+    Guided(&'s mut GuidedSearch),
+}
+
+/// One schedule: `seed` for random/pct, a fixed choice sequence, or a guided search's next.
 fn run_one(
     loaded: &LoadedScenario,
     strategy: StrategyKind,
     seed: u64,
-    choices: Option<&[usize]>,
+    schedule: Schedule<'_>,
     check_determinism: bool,
     make_subject: SubjectFactory<'_>,
     summary: &mut ExploreSummary,
 ) -> Option<RunOutcome> {
+    let choices = match &schedule {
+        Schedule::Choices(choices) => Some(*choices),
+        _ => None,
+    };
+    let by_choices = !matches!(schedule, Schedule::Seed);
     let spec = |choices: Option<&[usize]>| -> String {
         let subject = make_subject();
         ReplaySpec {
@@ -289,6 +325,11 @@ fn run_one(
         .command()
     };
     let replay = spec(choices);
+    let mut guided = match schedule {
+        Schedule::Guided(search) => Some(search),
+        _ => None,
+    };
+    let guided_run = guided.as_mut().map(|search| search.next_run());
     let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
         let mut subject = make_subject();
         match choices {
@@ -306,20 +347,30 @@ fn run_one(
             ),
         }
     };
-    let outcome = match run(choices) {
+    let first = match guided_run {
+        Some(mut guided_run) => {
+            let mut subject = make_subject();
+            simulate_with(&loaded.scenario, subject.as_mut(), &mut guided_run, false)
+        }
+        None => run(choices),
+    };
+    let outcome = match first {
         Ok(outcome) => outcome,
         Err(failure) => {
             summary.record(loaded, replay, Vec::new(), Some(failure));
             return None;
         }
     };
-    // A fixed-choice run replays with the whole sequence it took, not just its forced prefix.
-    let replay = match choices {
-        Some(_) => {
+    if let Some(search) = guided {
+        search.feedback(&loaded.scenario, &outcome);
+    }
+    // A fixed-choice or guided run replays with the whole sequence it took.
+    let replay = match by_choices {
+        true => {
             let taken: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
             spec(Some(&taken))
         }
-        None => replay,
+        false => replay,
     };
     let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
     summary.count_situations(loaded, &outcome);
@@ -337,9 +388,10 @@ fn run_one(
     summary.record(loaded, replay, violations, None);
     if let Some(failure) = summary.failures.last_mut().filter(|_| summary.failed > failed_before) {
         failure.choices = Some(outcome.choices.iter().map(|(index, _)| *index).collect());
-        failure.origin = match choices {
-            Some(_) => format!("{} (exhaustive)", loaded.name),
-            None => format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
+        failure.origin = match (choices, strategy) {
+            (Some(_), _) => format!("{} (exhaustive)", loaded.name),
+            (None, StrategyKind::Guided) => format!("{} (guided seed {seed})", loaded.name),
+            (None, _) => format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
         };
     }
     Some(outcome)
@@ -384,7 +436,7 @@ fn enumerate(
             loaded,
             StrategyKind::Scripted,
             0,
-            Some(&prefix),
+            Schedule::Choices(&prefix),
             check_determinism,
             make_subject,
             summary,

@@ -19,14 +19,18 @@
 //!   for the bugs that live inside one step.
 //! - [`zoo`]: the bug zoo: every named mutant, seam decorators around the reference and core
 //!   switches, and the subject each one runs as.
-//! - [`sim`]: the scheduler, strategies, the portable PRNG, the fakes and the fault plan.
+//! - [`sim`]: the scheduler, strategies (scripted, random, pct, exhaustive, coverage-guided),
+//!   the portable PRNG, the fakes and the fault plan.
 //! - [`shell`]: the async shell around the reference Runtime (tokio), with one `dyn` seam per
 //!   model, store, tool host and output sink: the embedding API and the networked world's runtime.
 //! - [`scenario`]: the scenario file format and its errors (file, line, field).
 //! - [`store`]: Pi's JSONL session file: parsing with line numbers, `check_session`, and the
 //!   append-only `FileStore` on a real or turmoil-simulated disk.
 //! - [`trace`]: typed events, the one-line rendering and JSON.
-//! - [`check`]: the rule catalogue and its checkers; scenario expectations.
+//! - [`check`]: the rule catalogue and its checkers; each rule's situations (what makes it
+//!   non-vacuous, counted by `explore --coverage`); scenario expectations.
+//! - [`shrink`]: a failing schedule shrunk to a minimal scenario file with its schedule pinned.
+//! - [`replay`]: the one place every printed replay command is built.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
 //! - [`deviations`]: an implementation's expected deviations (`--expect`).
 //! - [`suite`], [`explore`], [`bench`](mod@bench), [`cli`]: runners and the command line.

@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use crate::check;
+pub mod compare;
 pub mod stress;
 
 use crate::explore::next_prefix;

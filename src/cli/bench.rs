@@ -30,9 +30,19 @@ pub struct BenchArgs {
     /// Skip the comparison with naive stress testing.
     #[arg(long)]
     no_stress: bool,
+    /// Only the interleaving tier, side by side: naive stress, random, pct, exhaustive and
+    /// guided, each with a budget of schedules per scenario (`--budget`) or seconds (stress).
+    #[arg(long)]
+    interleaving: bool,
+    /// With `--interleaving`: schedules per scenario each strategy may run.
+    #[arg(long, default_value_t = 1000)]
+    budget: u64,
 }
 
 pub fn run_bench(args: BenchArgs) -> u8 {
+    if args.interleaving {
+        return interleaving_side_by_side(&args);
+    }
     let load = |path: &PathBuf| match suite::load_corpus(std::slice::from_ref(path)) {
         Ok(mut corpus) if !corpus.is_empty() => Ok(corpus.remove(0)),
         Ok(_) => Err(format!("{}: no scenario", path.display())),
@@ -188,4 +198,80 @@ fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Durat
             ratio_sum / both as f64
         );
     }
+}
+
+/// The interleaving tier, side by side (`bench --interleaving`): a markdown table.
+fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
+    use crate::bench::compare::{detect, STRATEGIES};
+    use crate::bench::stress::stress_hunt;
+    use crate::sim::Subject;
+    use crate::zoo::Mutant;
+    let corpus = match suite::load_corpus(std::slice::from_ref(&args.corpus)) {
+        Ok(corpus) => corpus,
+        Err(error) => {
+            eprintln!("agentsim: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    // Stress tasks may outlive a run by a few milliseconds: they borrow a corpus that lives as
+    // long as the process.
+    let scenarios: &'static [crate::scenario::Scenario] = Box::leak(
+        corpus
+            .iter()
+            .filter(|loaded| loaded.scenario.net.is_none())
+            .map(|loaded| loaded.scenario.clone())
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    );
+    let stress_budget = Duration::from_secs_f64(args.stress_budget.max(0.1));
+    println!(
+        "interleaving tier, side by side: {} scenarios; {} schedules per scenario per strategy; naive stress {:.1} s per mutant",
+        corpus.len(),
+        args.budget,
+        stress_budget.as_secs_f64()
+    );
+    println!();
+    println!("| mutant | naive stress | random | pct | exhaustive | guided |");
+    println!("|---|---|---|---|---|---|");
+    let show = |schedules: u64, time: Option<Duration>| match time {
+        Some(time) => format!("{schedules} / {:.1} ms", time.as_secs_f64() * 1000.0),
+        None => format!("missed ({schedules})"),
+    };
+    let mut totals = [(0u64, 0u64, 0usize); 4];
+    let tier: Vec<Mutant> = Mutant::all()
+        .into_iter()
+        .filter(|mutant| mutant.interleaving_only())
+        .collect();
+    for mutant in &tier {
+        let mutant = *mutant;
+        let stress = if args.no_stress {
+            "-".to_string()
+        } else {
+            let factory = move || -> Box<dyn Subject + Send> { mutant.subject() };
+            let (runs, time) = stress_hunt(scenarios, &factory, stress_budget);
+            show(runs, time)
+        };
+        let mut cells = Vec::new();
+        for (index, name) in STRATEGIES.iter().enumerate() {
+            let detection = detect(&corpus, mutant, name, args.budget);
+            if let Some(time) = detection.time {
+                totals[index].0 += detection.schedules;
+                totals[index].1 += time.as_micros() as u64;
+                totals[index].2 += 1;
+            }
+            cells.push(show(detection.schedules, detection.time));
+        }
+        println!("| {} | {stress} | {} |", mutant.name(), cells.join(" | "));
+    }
+    println!();
+    for (index, name) in STRATEGIES.iter().enumerate() {
+        let (schedules, micros, found) = totals[index];
+        println!(
+            "{name}: detected {found} of {}; schedules to detect, mean over those: {:.0}; time, mean: {:.1} ms",
+            tier.len(),
+            schedules as f64 / found.max(1) as f64,
+            micros as f64 / 1000.0 / found.max(1) as f64
+        );
+    }
+    EXIT_PASSED
 }

@@ -21,7 +21,7 @@ use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PA
 pub struct ExploreArgs {
     /// Scenario files or folders (default: scenarios/).
     paths: Vec<PathBuf>,
-    /// random | pct[:DEPTH] | exhaustive[:BOUND]
+    /// random | pct[:DEPTH] | exhaustive[:BOUND] | guided
     #[arg(long, default_value = "random", value_parser = parse_strategy)]
     strategy: StrategyKind,
     /// Seeds 0..N per scenario (random, pct).
@@ -146,13 +146,15 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     };
     let mutant = args.mutant;
     if args.world == WorldKind::Net
-        && (args.implementation.is_some() || matches!(args.strategy, StrategyKind::Exhaustive { .. }))
+        && (args.implementation.is_some()
+            || matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided))
     {
         eprintln!("agentsim: --world net runs the in-process reference by seed (no --impl, no exhaustive)");
         return EXIT_BAD_INPUT;
     }
-    if args.implementation.is_some() && matches!(args.strategy, StrategyKind::Exhaustive { .. }) {
-        eprintln!("agentsim: exhaustive exploration replays choice sequences, which only the in-process reference takes (use random or pct with --impl)");
+    if args.implementation.is_some() && matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided)
+    {
+        eprintln!("agentsim: exhaustive and guided exploration replay choice sequences, which only the in-process reference takes (use random or pct with --impl)");
         return EXIT_BAD_INPUT;
     }
     if args.world == WorldKind::Net && mutant.is_some_and(|mutant| mutant.switch().is_none()) {

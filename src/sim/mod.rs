@@ -11,6 +11,7 @@
 
 pub mod fakes;
 pub mod fault;
+pub mod guided;
 pub mod reference;
 pub mod rng;
 pub mod strategy;
@@ -636,5 +637,7 @@ pub fn make_strategy(kind: StrategyKind, seed: u64) -> Box<dyn Strategy> {
         StrategyKind::Random => Box::new(Random::new(seed)),
         StrategyKind::Pct { depth } => Box::new(Pct::new(seed, depth)),
         StrategyKind::Exhaustive { .. } => Box::new(Replay::new(Vec::new())),
+        // As a single run, a guided search's first schedule: uniform random from the seed.
+        StrategyKind::Guided => Box::new(Random::new(seed)),
     }
 }

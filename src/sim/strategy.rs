@@ -10,6 +10,8 @@
 //!   oldest choice.
 //! - `exhaustive`: every distinct choice sequence, depth first, up to a bound of runs
 //!   (see `sim::explore_exhaustive`); a run in it replays a fixed prefix, then takes choice 0.
+//! - `guided`: a coverage-guided search over a scenario's schedules (`sim::guided`): each
+//!   schedule continues, at random, a cut of one that reached something new.
 
 use super::rng::Rng;
 use super::Choice;
@@ -22,6 +24,7 @@ pub enum StrategyKind {
     Random,
     Pct { depth: u32 },
     Exhaustive { bound: u32 },
+    Guided,
 }
 
 impl StrategyKind {
@@ -45,8 +48,9 @@ impl StrategyKind {
             "random" if parameter.is_none() => Ok(StrategyKind::Random),
             "pct" => Ok(StrategyKind::Pct { depth: number(3)? }),
             "exhaustive" => Ok(StrategyKind::Exhaustive { bound: number(10_000)? }),
+            "guided" if parameter.is_none() => Ok(StrategyKind::Guided),
             _ => Err(format!(
-                "unknown strategy `{text}`: expected scripted, random, pct[:DEPTH] or exhaustive[:BOUND]"
+                "unknown strategy `{text}`: expected scripted, random, pct[:DEPTH], exhaustive[:BOUND] or guided"
             )),
         }
     }
@@ -58,12 +62,16 @@ impl StrategyKind {
             StrategyKind::Random => "random".into(),
             StrategyKind::Pct { depth } => format!("pct:{depth}"),
             StrategyKind::Exhaustive { bound } => format!("exhaustive:{bound}"),
+            StrategyKind::Guided => "guided".into(),
         }
     }
 
     /// Whether the seed changes anything.
     pub fn uses_seed(self) -> bool {
-        matches!(self, StrategyKind::Random | StrategyKind::Pct { .. })
+        matches!(
+            self,
+            StrategyKind::Random | StrategyKind::Pct { .. } | StrategyKind::Guided
+        )
     }
 }
 

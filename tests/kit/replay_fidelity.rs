@@ -196,7 +196,7 @@ fn run_replays_carry_the_mutant_in_every_format() {
 
 #[test]
 fn explore_and_mutants_replays_reproduce_each_strategy() {
-    for strategy in ["random", "pct", "exhaustive:40"] {
+    for strategy in ["random", "pct", "exhaustive:40", "guided"] {
         let (code, text) = agentsim(&[
             "explore",
             POISON,
