@@ -33,6 +33,8 @@
 //! - [`replay`]: the one place every printed replay command is built.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
 //! - [`deviations`]: an implementation's expected deviations (`--expect`).
+//! - [`html`]: one self-contained HTML page per case: swimlanes, the session tree, violations
+//!   with their rule's statement, and the divergence from the reference for `--impl` cases.
 //! - [`suite`], [`explore`], [`bench`](mod@bench), [`cli`]: runners and the command line.
 //!
 //! # Architecture invariants
@@ -51,6 +53,7 @@ pub mod check;
 pub mod cli;
 pub mod deviations;
 pub mod explore;
+pub mod html;
 pub mod model;
 pub mod net;
 pub mod protocol;

@@ -7,20 +7,27 @@
 //! `protocol` drives `agentsim serve` and hostile adapters through the adapter protocol;
 //! `check_session` runs `agentsim check-session` on the session files of tests/fixtures/sessions;
 //! `hardening` feeds hostile input (one test per finding of the hardening issue) and fuzzes
-//! scenario files, session files and protocol lines with a seeded mutator.
+//! scenario files, session files and protocol lines with a seeded mutator; `html` loads the
+//! HTML pages in headless Chromium; `ci_doc` checks docs/ci.md's commands parse.
 
 #[path = "kit/bad_input.rs"]
 mod bad_input;
+#[path = "kit/binary.rs"]
+mod binary;
 #[path = "kit/bite.rs"]
 mod bite;
 #[path = "kit/check_session.rs"]
 mod check_session;
+#[path = "kit/ci_doc.rs"]
+mod ci_doc;
 #[path = "kit/driver.rs"]
 mod driver;
 #[path = "kit/generated.rs"]
 mod generated;
 #[path = "kit/hardening.rs"]
 mod hardening;
+#[path = "kit/html.rs"]
+mod html;
 #[path = "kit/interleaving.rs"]
 mod interleaving;
 #[path = "kit/lab13.rs"]

@@ -215,11 +215,20 @@ pub fn agent_4(timeline: &Timeline<'_>) -> Vec<Violation> {
                 .iter()
                 .any(|(line, fired)| *fired == signal && *line < settled)
         });
-        if !fired {
+        // The provider may report an abort of its own: the run's last response says so.
+        let reported = timeline
+            .requests_of(info.op)
+            .last()
+            .and_then(|request| request.response)
+            .is_some_and(|(_, response)| response.stop_reason == StopReason::Aborted);
+        if !fired && !reported {
             violations.push(Violation::new(
                 "AGENT-4",
                 &[settled],
-                format!("{} resolved with reason aborted, but its signal never fired", info.op),
+                format!(
+                    "{} resolved with reason aborted, but its signal never fired and the model reported no abort",
+                    info.op
+                ),
             ));
         }
     }
@@ -391,6 +400,7 @@ pub fn agent_6(timeline: &Timeline<'_>) -> Vec<Violation> {
         };
         let ends = match response.stop_reason {
             StopReason::Error => Some(RunReason::Error),
+            StopReason::Aborted => Some(RunReason::Aborted),
             StopReason::Length if response.tool_calls().is_empty() => Some(RunReason::Length),
             _ => None,
         };

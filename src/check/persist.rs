@@ -268,12 +268,24 @@ pub fn persist_7(timeline: &Timeline<'_>) -> Vec<Violation> {
 /// (`2026-01-01T00:00:00.000Z`); `None` for anything else.
 fn parse_iso_ms(text: &str) -> Option<u64> {
     let bytes = text.as_bytes();
-    if bytes.len() != 24 || &text[4..5] != "-" || &text[7..8] != "-" || &text[10..11] != "T" || &text[23..] != "Z" {
+    let separators = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ];
+    if !text.is_ascii() || bytes.len() != 24 || separators.iter().any(|&(at, byte)| bytes[at] != byte) {
         return None;
     }
     let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
     let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
     let (hour, minute, second, millis) = (number(11..13)?, number(14..16)?, number(17..19)?, number(20..23)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
     // Howard Hinnant's days_from_civil.
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
@@ -309,13 +321,15 @@ pub fn persist_8(timeline: &Timeline<'_>) -> Vec<Violation> {
             ));
             continue;
         };
+        // Each append reads the clock afresh, so with a moving clock the stamps strictly
+        // increase: a stamp equal to the previous one is a clock read once and reused.
         if let Some((line, earlier)) = previous {
-            if ms < earlier {
+            if ms < earlier || (ms == earlier && clock.step_ms > 0) {
                 violations.push(Violation::new(
                     "PERSIST-8",
                     &[line, append.line],
                     format!(
-                        "entry `{}` is stamped before the entry appended ahead of it",
+                        "entry `{}` is not stamped later than the entry appended ahead of it: now() was not read for it",
                         append.entry.id
                     ),
                 ));

@@ -64,6 +64,10 @@ pub struct ExploreArgs {
     /// file with its schedule pinned, written to DIR, and print its replay command.
     #[arg(long, value_name = "DIR")]
     shrink_to: Option<PathBuf>,
+    /// Write one HTML page for each of the first 50 failing schedules (re-run to get its
+    /// trace) and an index.html to DIR.
+    #[arg(long, value_name = "DIR")]
+    html_dir: Option<PathBuf>,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -206,6 +210,20 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     if let Some(dir) = &args.shrink_to {
         if let Err(code) = shrink_failures(&corpus, &summary, dir, &factory) {
             return code;
+        }
+    }
+    if let Some(dir) = &args.html_dir {
+        let implementation = args.implementation.as_deref().map(|command| (command, step_timeout));
+        match crate::html::write_explore_pages(dir, &corpus, &summary, args.strategy, implementation, &factory) {
+            Ok(pages) => eprintln!(
+                "agentsim: wrote {} HTML pages and index.html to {}",
+                pages.len(),
+                dir.display()
+            ),
+            Err(error) => {
+                eprintln!("agentsim: {}: {error}", dir.display());
+                return EXIT_BAD_INPUT;
+            }
         }
     }
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {

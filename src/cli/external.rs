@@ -33,6 +33,7 @@ pub(super) struct RunArgs {
     pub implementation: Option<String>,
     pub step_timeout: Duration,
     pub expect: Option<PathBuf>,
+    pub html_dir: Option<PathBuf>,
 }
 
 /// `agentsim run`: runs the corpus, prints the report, returns the exit code.
@@ -127,6 +128,19 @@ pub(super) fn run(args: RunArgs) -> u8 {
         }
     };
     print!("{text}");
+    if let Some(dir) = &args.html_dir {
+        match crate::html::write_run_pages(dir, &corpus, &reports) {
+            Ok(pages) => eprintln!(
+                "agentsim: wrote {} HTML pages and index.html to {}",
+                pages.len(),
+                dir.display()
+            ),
+            Err(error) => {
+                eprintln!("agentsim: {}: {error}", dir.display());
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
     match &comparison {
         Some(comparison) => exit_code_expected(&reports, comparison),
         None => exit_code(&reports),

@@ -70,6 +70,10 @@ enum Command {
         /// exactly the listed ones.
         #[arg(long, value_name = "FILE")]
         expect: Option<PathBuf>,
+        /// Write one HTML page per failing case (timeline, session tree, violations, the
+        /// divergence from the reference with `--impl`) and an index.html to DIR.
+        #[arg(long, value_name = "DIR")]
+        html_dir: Option<PathBuf>,
     },
     /// Run each scenario under many schedules (seeds or exhaustive), checking every rule.
     Explore(explore::ExploreArgs),
@@ -119,6 +123,10 @@ enum Command {
         /// With `--crash-at-step`: the store's sync policy.
         #[arg(long, value_enum, default_value_t = crate::store::SyncPolicy::EveryAppend)]
         sync: crate::store::SyncPolicy,
+        /// Also write the case as one self-contained HTML page (timeline, session tree,
+        /// violations; with `--impl`, the divergence from the reference).
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
     },
 }
 
@@ -192,6 +200,16 @@ fn subject(mutant: Option<Mutant>) -> Box<dyn crate::sim::Subject> {
     }
 }
 
+/// Parses a command line (`args[0]` is the program name) without running it: `Err` holds
+/// clap's message. Keeps documented commands honest (docs/ci.md's test).
+pub fn parse_args<I, T>(args: I) -> Result<(), String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Cli::try_parse_from(args).map(|_| ()).map_err(|error| error.to_string())
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -221,6 +239,7 @@ pub fn main() -> ExitCode {
             implementation,
             step_timeout_ms,
             expect,
+            html_dir,
         } => external::run(external::RunArgs {
             paths: default_paths(paths),
             strategy,
@@ -230,6 +249,7 @@ pub fn main() -> ExitCode {
             implementation,
             step_timeout: Duration::from_millis(step_timeout_ms),
             expect,
+            html_dir,
         }),
         Command::Serve { mutant } => external::serve(mutant),
         Command::Replay {
@@ -244,6 +264,7 @@ pub fn main() -> ExitCode {
             world,
             crash_at_step,
             sync,
+            html,
         } => replay(
             file,
             ReplayOptions {
@@ -255,6 +276,7 @@ pub fn main() -> ExitCode {
                 choices,
                 world,
                 crash: crash_at_step.map(|step| (step, sync)),
+                html,
             },
         ),
     };
@@ -295,6 +317,8 @@ struct ReplayOptions {
     world: WorldKind,
     /// `--crash-at-step` and `--sync`.
     crash: Option<(u64, crate::store::SyncPolicy)>,
+    /// `--html OUT.html`.
+    html: Option<PathBuf>,
 }
 
 fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
@@ -307,6 +331,7 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         choices,
         world,
         crash,
+        html,
     } = options;
     if file.is_dir() {
         eprintln!(
@@ -385,6 +410,12 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
     if let (Some(Choices(given)), Some(outcome)) = (&choices, &case.outcome) {
         if let Some(problem) = choices_problem(given, &outcome.choices) {
             eprintln!("agentsim: --choices {}: {problem}", render_choices(given));
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if let Some(path) = &html {
+        if let Err(error) = crate::html::write_page(path, loaded, &case) {
+            eprintln!("agentsim: {}: {error}", path.display());
             return EXIT_BAD_INPUT;
         }
     }

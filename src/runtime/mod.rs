@@ -286,7 +286,7 @@ impl Runtime {
         }
         let agent = Agent::new(AgentOptions {
             initial_messages,
-            steps_max: config.steps_max + u32::from(deps.mutations.is_on(Mutation::MaxStepsOffByOne)),
+            steps_max: config.steps_max,
         });
         Ok(Runtime {
             leaf: config.active_leaf_id.clone(),

@@ -49,8 +49,6 @@ pub enum Mutation {
     InactiveSkillBodyShown,
     /// A non-empty session with a null leaf resumes at the last entry.
     NullLeafResumesLast,
-    /// The agent loop allows one model request more than maxSteps.
-    MaxStepsOffByOne,
     /// The queue starts the newest waiting prompt first.
     QueueLifo,
     /// Restore takes every message entry of the file, siblings included.
@@ -91,7 +89,6 @@ impl Mutation {
         Mutation::CoreOutsideHooks,
         Mutation::InactiveSkillBodyShown,
         Mutation::NullLeafResumesLast,
-        Mutation::MaxStepsOffByOne,
         Mutation::QueueLifo,
         Mutation::RestoreWholeFile,
         Mutation::RestoreAcceptsBrokenTree,
@@ -123,7 +120,6 @@ impl Mutation {
             Mutation::CoreOutsideHooks => "core-outside-hooks",
             Mutation::InactiveSkillBodyShown => "inactive-skill-body-shown",
             Mutation::NullLeafResumesLast => "null-leaf-resumes-last",
-            Mutation::MaxStepsOffByOne => "max-steps-off-by-one",
             Mutation::QueueLifo => "queue-lifo",
             Mutation::RestoreWholeFile => "restore-whole-file",
             Mutation::RestoreAcceptsBrokenTree => "restore-accepts-broken-tree",

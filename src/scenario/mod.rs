@@ -308,6 +308,10 @@ pub struct ModelStep {
     /// Checks on the request this response answers.
     #[serde(default)]
     pub expect: Option<RequestCheck>,
+    /// The model ignores its abort signal: this response is delivered as scripted even after
+    /// the run's abort fired (the abort landed after the last chunk).
+    #[serde(default)]
+    pub ignores_abort: bool,
 }
 
 /// Checks the scripted model applies to the request it receives.

@@ -21,6 +21,8 @@ pub struct ModelReply {
     pub chunks: Vec<String>,
     pub chunks_sent: usize,
     pub message: AssistantMessage,
+    /// Delivered as scripted even after the abort signal fired (`ignoresAbort`).
+    pub ignores_abort: bool,
 }
 
 impl ModelReply {
@@ -95,6 +97,7 @@ pub fn model_reply(scenario: &Scenario, index: usize, timestamp: u64) -> ModelRe
         chunks,
         chunks_sent: 0,
         message,
+        ignores_abort: step.ignores_abort,
     }
 }
 

@@ -468,7 +468,7 @@ impl<'a> World<'a> {
         let effect = self.pending[position].effect;
         let completion = match &mut self.pending[position].kind {
             PendingKind::Model { signal, reply } => {
-                if self.aborted.contains(signal) {
+                if self.aborted.contains(signal) && !reply.ignores_abort {
                     let message = reply.aborted();
                     self.pending.remove(position);
                     self.push(Event::ModelResponse {

@@ -1,6 +1,11 @@
 //! The reference Runtime as a Subject, in process.
 
-use crate::runtime::{Cause, Effect, Input, Mutations, Runtime, RuntimeConfig, RuntimeDeps};
+use std::collections::BTreeMap;
+
+use crate::runtime::{
+    AgentEvent, Cause, Completion, Effect, EffectId, Input, Mutations, Runtime, RuntimeConfig, RuntimeDeps,
+    StoreOutcome, SubscriptionId,
+};
 use crate::scenario::Scenario;
 
 use super::{Restored, Subject, SubjectFailure};
@@ -10,6 +15,8 @@ use super::{Restored, Subject, SubjectFailure};
 pub struct ReferenceSubject {
     runtime: Option<Runtime>,
     mutations: Mutations,
+    /// Cross-checks of the reference's own accessors (none with mutation switches on).
+    self_check: Option<SelfCheck>,
 }
 
 impl ReferenceSubject {
@@ -21,6 +28,7 @@ impl ReferenceSubject {
         ReferenceSubject {
             runtime: None,
             mutations,
+            self_check: None,
         }
     }
 }
@@ -53,6 +61,10 @@ impl Subject for ReferenceSubject {
                     leaf: runtime.leaf().map(str::to_string),
                     messages: runtime.control().state().messages.len(),
                 };
+                self.self_check = None;
+                if self.mutations == Mutations::none() {
+                    self.self_check = Some(SelfCheck::start(scenario, &mut runtime).map_err(self_check_failure)?);
+                }
                 self.runtime = Some(runtime);
                 Ok(Ok(restored))
             }
@@ -72,11 +84,212 @@ impl Subject for ReferenceSubject {
         let runtime = self.runtime.as_mut().ok_or_else(|| SubjectFailure::Protocol {
             message: "an input was delivered before a successful start".into(),
         })?;
+        if let Some(check) = self.self_check.as_mut() {
+            check.before(&input);
+        }
         runtime.handle_input(input).map_err(|error| SubjectFailure::Protocol {
             message: format!("{}: {error}", error.code()),
         })?;
+        let first = effects.len();
         while let Some(effect) = runtime.poll_effect() {
             effects.push(effect);
+        }
+        if let Some(check) = self.self_check.as_mut() {
+            check.after(runtime, &effects[first..]).map_err(self_check_failure)?;
+        }
+        Ok(())
+    }
+}
+
+fn self_check_failure(message: String) -> SubjectFailure {
+    SubjectFailure::Protocol {
+        message: format!("reference self-check: {message}"),
+    }
+}
+
+/// The reference's accessors, agent events and input errors, checked against the effects it
+/// emitted after every input. Reference only: the rule checkers read only what every Subject
+/// shows, and these are the embedding API of the in-process Runtime.
+#[derive(Debug)]
+struct SelfCheck {
+    subscription: SubscriptionId,
+    /// Subscribed and unsubscribed at once: must never receive an event.
+    unsubscribed: SubscriptionId,
+    /// Pending effects and the name of their kind, as `InputError::CompletionMismatch` says it.
+    pending: BTreeMap<EffectId, &'static str>,
+    appends: u64,
+    accepted: usize,
+    restored_messages: usize,
+    messages: usize,
+    poison: Option<Cause>,
+    disposed: bool,
+    /// The text streamed so far for each pending model request.
+    streamed: BTreeMap<EffectId, String>,
+    /// The chunk of the input being delivered, if it is one.
+    chunk: Option<(EffectId, String)>,
+}
+
+fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: T, expected: T) -> Result<(), String> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(format!("{what} is {got:?}, expected {expected:?}"))
+    }
+}
+
+impl SelfCheck {
+    fn start(scenario: &Scenario, runtime: &mut Runtime) -> Result<SelfCheck, String> {
+        let (config, deps) = runtime_parts(scenario, Mutations::none());
+        check(
+            "system_prompt()",
+            runtime.system_prompt().map(str::to_string),
+            crate::model::merge_system_prompt(config.system_prompt.as_deref(), &deps.resources),
+        )?;
+        check("resources()", runtime.resources(), &deps.resources)?;
+        check("extensions()", runtime.extensions(), &deps.extensions[..])?;
+        check("tools()", runtime.tools(), &deps.tools)?;
+        let subscription = runtime.control().subscribe();
+        let unsubscribed = runtime.control().subscribe();
+        runtime.control().unsubscribe(unsubscribed);
+        let messages = runtime.control().state().messages.len();
+        Ok(SelfCheck {
+            subscription,
+            unsubscribed,
+            pending: BTreeMap::new(),
+            appends: 0,
+            accepted: 0,
+            restored_messages: messages,
+            messages,
+            poison: None,
+            disposed: false,
+            streamed: BTreeMap::new(),
+            chunk: None,
+        })
+    }
+
+    fn before(&mut self, input: &Input) {
+        self.chunk = None;
+        match input {
+            Input::Dispose { .. } => self.disposed = true,
+            Input::Complete { effect, completion } => match completion {
+                Completion::ModelChunk { text } => {
+                    self.streamed.entry(*effect).or_default().push_str(text);
+                    self.chunk = Some((*effect, text.clone()));
+                }
+                _ => {
+                    if let Some(kind) = self.pending.remove(effect) {
+                        self.streamed.remove(effect);
+                        match completion {
+                            Completion::Append(StoreOutcome::Ok) if kind == "append" => self.accepted += 1,
+                            Completion::Append(StoreOutcome::Failed(cause)) if kind == "append" => {
+                                self.poison.get_or_insert_with(|| cause.clone());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            },
+            _ => {}
+        }
+    }
+
+    fn after(&mut self, runtime: &mut Runtime, effects: &[Effect]) -> Result<(), String> {
+        for effect in effects {
+            let kind = match effect {
+                Effect::ModelRequest { .. } => "model request",
+                Effect::ToolCall { .. } => "tool call",
+                Effect::Hook { .. } => "hook",
+                Effect::Append { .. } => {
+                    self.appends += 1;
+                    "append"
+                }
+                Effect::Write { .. } => "write",
+                Effect::AbortSignal { .. } | Effect::Settled { .. } => continue,
+            };
+            let id = effect
+                .pending_id()
+                .ok_or_else(|| format!("{effect:?} has no pending_id()"))?;
+            self.pending.insert(id, kind);
+        }
+        check(
+            "pending_effects()",
+            runtime.pending_effects(),
+            self.pending.keys().copied().collect::<Vec<_>>(),
+        )?;
+        check("ids_issued()", runtime.ids_issued(), self.appends)?;
+        check("poison()", runtime.poison(), self.poison.as_ref())?;
+        check("is_closed()", runtime.is_closed(), self.disposed)?;
+        check(
+            "persisted_message_count()",
+            runtime.persisted_message_count(),
+            self.restored_messages + self.accepted,
+        )?;
+        // Agent events: one message_end per message that joined the transcript, one
+        // message_update per streamed chunk, nothing for an unsubscribed subscriber.
+        let events = runtime.control().drain_events(self.subscription);
+        let state = runtime.control().state();
+        let ended = events
+            .iter()
+            .filter(|event| matches!(event, AgentEvent::MessageEnd { .. }))
+            .count();
+        check("message_end events", ended, state.messages.len() - self.messages)?;
+        self.messages = state.messages.len();
+        let deltas: String = events
+            .iter()
+            .filter_map(|event| match event {
+                AgentEvent::MessageUpdate { delta } => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        check(
+            "message_update deltas",
+            deltas.as_str(),
+            self.chunk.as_ref().map_or("", |(_, text)| text.as_str()),
+        )?;
+        if let Some((effect, _)) = &self.chunk {
+            if self.pending.contains_key(effect) {
+                check(
+                    "state().streaming_text",
+                    state.streaming_text.as_deref(),
+                    self.streamed.get(effect).map(String::as_str),
+                )?;
+            }
+        }
+        check(
+            "events of an unsubscribed subscriber",
+            runtime.control().drain_events(self.unsubscribed),
+            Vec::new(),
+        )?;
+        // A driver's mistakes are refused and change nothing.
+        let unknown = EffectId(u32::MAX);
+        let error = runtime
+            .handle_input(Completion::Write(StoreOutcome::Ok).into_input(unknown))
+            .err()
+            .ok_or("completing an unknown effect was accepted")?;
+        check("an unknown effect's error code", error.code(), "input.unknown_effect")?;
+        if let Some((&effect, &kind)) = self.pending.iter().next() {
+            let (completion, got) = if kind == "write" {
+                (Completion::Append(StoreOutcome::Ok), "an append outcome")
+            } else {
+                (Completion::Write(StoreOutcome::Ok), "a write outcome")
+            };
+            let error = runtime
+                .handle_input(completion.into_input(effect))
+                .err()
+                .ok_or("a mismatched completion was accepted")?;
+            check(
+                "a mismatched completion's error code",
+                error.code(),
+                "input.completion_mismatch",
+            )?;
+            check(
+                "a mismatched completion's error",
+                error.to_string(),
+                format!("{effect} is a {kind}; it cannot be completed with {got}"),
+            )?;
+        }
+        if let Some(effect) = runtime.poll_effect() {
+            return Err(format!("a refused input produced {effect:?}"));
         }
         Ok(())
     }

@@ -70,6 +70,8 @@ pub enum SeamBug {
     NullLeafAlwaysRejected,
     /// Entries are written with timestamp 0 instead of the clock's time.
     TimestampsNotFromClock,
+    /// The step bound is read off by one: the agent is built with maxSteps + 1.
+    MaxStepsOffByOne,
     /// The library adapter always reports reason `stop`.
     LibraryReasonAlwaysStop,
     /// json mode lists only the run's new messages, not the transcript.
@@ -138,6 +140,7 @@ impl SeamBug {
         SeamBug::EmptySessionIgnoresLeaf,
         SeamBug::NullLeafAlwaysRejected,
         SeamBug::TimestampsNotFromClock,
+        SeamBug::MaxStepsOffByOne,
         SeamBug::LibraryReasonAlwaysStop,
         SeamBug::JsonMessagesSuffixOnly,
         SeamBug::AbortLostDuringAfterHook,
@@ -182,6 +185,7 @@ impl SeamBug {
             SeamBug::EmptySessionIgnoresLeaf => "empty-session-ignores-leaf",
             SeamBug::NullLeafAlwaysRejected => "null-leaf-always-rejected",
             SeamBug::TimestampsNotFromClock => "timestamps-not-from-clock",
+            SeamBug::MaxStepsOffByOne => "max-steps-off-by-one",
             SeamBug::LibraryReasonAlwaysStop => "library-reason-always-stop",
             SeamBug::JsonMessagesSuffixOnly => "json-messages-suffix-only",
             SeamBug::AbortLostDuringAfterHook => "abort-lost-during-after-hook",
@@ -707,6 +711,11 @@ impl Subject for SeamSubject {
                     "restore.leaf_required",
                     "activeLeafId is null: choose a branch explicitly",
                 )))
+            }
+            SeamBug::MaxStepsOffByOne => {
+                let mut loose = scenario.clone();
+                loose.config.max_steps += 1;
+                return self.inner.start(&loose);
             }
             SeamBug::EmptySessionIgnoresLeaf if scenario.session.is_empty() && leaf.is_some() => {
                 let mut fresh = scenario.clone();

@@ -9,7 +9,6 @@
 //! `LineError`. Nothing panics and each input is judged within a time bound.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentsim::check;
@@ -19,41 +18,16 @@ use agentsim::sim::StrategyKind;
 use agentsim::store::{check_session, parse_session, FindingCode, Limits};
 use agentsim::suite;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentsim");
+use crate::binary::{root, Outcome};
+
 const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
 fn agentsim(args: &[&str]) -> Outcome {
-    let started = Instant::now();
-    let output = Command::new(BIN)
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the binary runs");
-    Outcome {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed: started.elapsed(),
-    }
+    crate::binary::agentsim(args, &[])
 }
 
-/// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let folder = std::env::temp_dir().join(format!("agentsim-hardening-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).expect("a scratch folder");
-    folder
+    crate::binary::scratch("hardening", name)
 }
 
 fn one_prompt() -> serde_json::Value {

@@ -5,7 +5,6 @@
 //! `UPDATE_CONFORMANCE=1 cargo test --test kit tidy` rewrites docs/conformance-reference.md.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agentsim::protocol::ExternalSubject;
@@ -13,47 +12,16 @@ use agentsim::sim::reference::ReferenceSubject;
 use agentsim::sim::{StrategyKind, Subject, SubjectFailure};
 use agentsim::suite;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentsim");
-const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
+use crate::binary::{agentsim, root, Outcome, BIN};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
 
 fn serve_command() -> String {
     format!("{BIN} serve")
 }
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
-/// Runs the binary from the crate root with `envs`.
-fn agentsim(args: &[&str], envs: &[(&str, &str)]) -> Outcome {
-    let started = Instant::now();
-    let output = Command::new(BIN)
-        .args(args)
-        .envs(envs.iter().copied())
-        .current_dir(root())
-        .output()
-        .expect("the binary runs");
-    Outcome {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed: started.elapsed(),
-    }
-}
-
-/// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let folder = std::env::temp_dir().join(format!("agentsim-protocol-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).expect("a scratch folder");
-    folder
+    crate::binary::scratch("protocol", name)
 }
 
 /// Whether a process is still running (a zombie waiting for its reaper does not count).

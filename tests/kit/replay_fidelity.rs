@@ -8,30 +8,24 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use crate::binary::root;
 use std::process::Command;
 
 /// One violation at one trace line: (rule, line, message).
 type Mark = (String, usize, String);
 
-fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_agentsim")
-}
+/// A violation as a report prints it: (rule, lines, message).
+type Printed = (String, Vec<usize>, String);
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+fn binary() -> &'static str {
+    crate::binary::BIN
 }
 
 /// Runs `agentsim ARGS` in the repository root; returns (exit code, stdout).
 fn agentsim(args: &[&str]) -> (i32, String) {
-    let output = Command::new(binary())
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the binary runs");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
+    let outcome = crate::binary::agentsim(args, &[]);
+    (outcome.code, outcome.stdout)
 }
 
 /// Executes a printed command line with `sh -c`, `agentsim` resolving to the built binary.
@@ -74,22 +68,18 @@ fn replay_marks(text: &str) -> BTreeSet<Mark> {
     marks
 }
 
-/// `RULE [trace 0005,0007] message` lines of a human `run` report, per replay command.
-fn run_human_cases(text: &str) -> Vec<(String, BTreeSet<Mark>)> {
+/// The replay commands a report printed, each with the violations listed above it: `parse`
+/// reads one violation line into (rule, lines, message), or returns `None` for other lines.
+fn printed_cases(text: &str, parse: fn(&str) -> Option<Printed>) -> Vec<(String, BTreeSet<Mark>)> {
     let mut cases = Vec::new();
     let mut marks = BTreeSet::new();
     for row in text.lines() {
         let row = row.trim_start();
         if let Some(command) = row.strip_prefix("replay: ") {
             cases.push((command.to_string(), std::mem::take(&mut marks)));
-        } else if let Some((rule, rest)) = row.split_once(" [trace ") {
-            let (lines, message) = rest.split_once("] ").expect("a violation line");
-            for line in lines.split(',').filter(|line| !line.is_empty()) {
-                marks.insert((
-                    rule.to_string(),
-                    line.parse().expect("a line number"),
-                    message.to_string(),
-                ));
+        } else if let Some((rule, lines, message)) = parse(row) {
+            for line in lines {
+                marks.insert((rule.clone(), line, message.clone()));
             }
         } else if row.starts_with("FAIL") || row.starts_with("ok ") {
             marks.clear();
@@ -98,29 +88,31 @@ fn run_human_cases(text: &str) -> Vec<(String, BTreeSet<Mark>)> {
     cases
 }
 
-/// `RULE [5, 7] message` lines of an `explore` summary, per replay command.
-fn explore_cases(text: &str) -> Vec<(String, BTreeSet<Mark>)> {
-    let mut cases = Vec::new();
-    let mut marks = BTreeSet::new();
-    for row in text.lines() {
-        let row = row.trim_start();
-        if let Some(command) = row.strip_prefix("replay: ") {
-            cases.push((command.to_string(), std::mem::take(&mut marks)));
-        } else if let Some((rule, rest)) = row.split_once(" [") {
-            if rule.contains(' ') {
-                continue;
-            }
-            let (lines, message) = rest.split_once("] ").expect("a violation line");
-            for line in lines.split(", ").filter(|line| !line.is_empty()) {
-                marks.insert((
-                    rule.to_string(),
-                    line.parse().expect("a line number"),
-                    message.to_string(),
-                ));
-            }
-        }
+/// `RULE [trace 0005,0007] message`, as `run` prints a violation.
+fn run_violation(row: &str) -> Option<Printed> {
+    let (rule, rest) = row.split_once(" [trace ")?;
+    let (lines, message) = rest.split_once("] ")?;
+    let lines = lines.split(',').filter_map(|line| line.parse().ok()).collect();
+    Some((rule.to_string(), lines, message.to_string()))
+}
+
+/// `RULE [5, 7] message`, as `explore` prints a violation.
+fn explore_violation(row: &str) -> Option<Printed> {
+    let (rule, rest) = row.split_once(" [")?;
+    if rule.contains(' ') {
+        return None;
     }
-    cases
+    let (lines, message) = rest.split_once("] ")?;
+    let lines = lines.split(", ").filter_map(|line| line.parse().ok()).collect();
+    Some((rule.to_string(), lines, message.to_string()))
+}
+
+fn run_human_cases(text: &str) -> Vec<(String, BTreeSet<Mark>)> {
+    printed_cases(text, run_violation)
+}
+
+fn explore_cases(text: &str) -> Vec<(String, BTreeSet<Mark>)> {
+    printed_cases(text, explore_violation)
 }
 
 /// The failing cases of a JSON `run` report: replay command and every violation.

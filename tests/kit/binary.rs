@@ -1,0 +1,45 @@
+//! Running the built `agentsim` binary from the crate root, for the tests that drive it as a
+//! user would (hostile adapters, hostile input, replay fidelity).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agentsim");
+
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// How one run of the binary ended.
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+/// Runs the binary from the crate root with `envs`.
+pub fn agentsim(args: &[&str], envs: &[(&str, &str)]) -> Outcome {
+    let started = Instant::now();
+    let output = Command::new(BIN)
+        .args(args)
+        .envs(envs.iter().copied())
+        .current_dir(root())
+        .output()
+        .expect("the binary runs");
+    Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A fresh scratch folder for one test of `suite`.
+pub fn scratch(suite: &str, name: &str) -> PathBuf {
+    let folder = std::env::temp_dir().join(format!("agentsim-{suite}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("a scratch folder");
+    folder
+}

@@ -1,0 +1,440 @@
+//! The HTML pages in a real browser: pages generated with the library (and by the CLI's
+//! `--html` and `--html-dir`) are loaded from `file://` by headless Chromium (Debian's
+//! `chromium`, which .ci/run installs); the DOM after the page's script ran is checked (lanes,
+//! events, violation marks and their rule IDs, the divergence line), and a screenshot must not
+//! be blank. Without Chromium these tests fail: they never pass without a browser.
+//!
+//! `UPDATE_SCREENSHOTS=1 cargo test --test kit html` also writes the walk-through's and the
+//! mutant's screenshots to docs/timeline-walkthrough.png and docs/timeline-mutant.png.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agentsim::html::{lanes::LANES, render_page};
+use agentsim::sim::reference::ReferenceSubject;
+use agentsim::sim::StrategyKind;
+use agentsim::suite::{self, CaseReport, Verdict};
+use agentsim::zoo::Mutant;
+
+const WALKTHROUGH: &str = "scenarios/wiring/walkthrough.json";
+const POISON: &str = "scenarios/poison/applied-then-fail-at-first-append.json";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_agentsim")
+}
+
+/// A fresh folder under target/ for this test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = root().join("target/html-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("target/ is writable");
+    dir
+}
+
+/// Debian's Chromium (or `AGENTSIM_CHROMIUM`); a clear failure when there is none.
+fn chromium() -> PathBuf {
+    if let Some(path) = std::env::var_os("AGENTSIM_CHROMIUM") {
+        return PathBuf::from(path);
+    }
+    for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
+        if Path::new(candidate).exists() {
+            return PathBuf::from(candidate);
+        }
+    }
+    panic!(
+        "the HTML browser tests need headless Chromium and none is installed: \
+         run `apt-get update && apt-get install -y chromium` (as .ci/run does), \
+         or point AGENTSIM_CHROMIUM at a Chromium binary"
+    );
+}
+
+/// Runs Chromium headless on `page` with `extra` flags and a fresh profile; returns stdout.
+fn browser(page: &Path, extra: &[String]) -> String {
+    static PROFILES: AtomicUsize = AtomicUsize::new(0);
+    let profile = std::env::temp_dir().join(format!(
+        "agentsim-chromium-{}-{}",
+        std::process::id(),
+        PROFILES.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&profile);
+    let url = format!("file://{}", page.canonicalize().expect("the page exists").display());
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(&url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    // Read stdout on a thread so a large DOM cannot block the browser on a full pipe.
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).expect("chromium's output is text");
+        text
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait works") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish {url} within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = reader.join().expect("the reader ends");
+    let _ = std::fs::remove_dir_all(&profile);
+    assert!(status.success(), "chromium failed on {url}: {status}");
+    text
+}
+
+/// The DOM after the page's script ran.
+fn dump_dom(page: &Path) -> String {
+    let dom = browser(page, &["--dump-dom".to_string()]);
+    assert!(dom.contains("</html>"), "no DOM from chromium for {}", page.display());
+    dom
+}
+
+/// A 1400x900 screenshot, checked not blank: many colours, and a good share of pixels that are
+/// not the background.
+fn screenshot(page: &Path, out: &Path) {
+    let _ = std::fs::remove_file(out);
+    browser(
+        page,
+        &[
+            format!("--screenshot={}", out.display()),
+            "--window-size=1400,900".to_string(),
+        ],
+    );
+    let decoder = png::Decoder::new(std::fs::File::open(out).expect("the screenshot was written"));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buffer = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buffer).expect("a frame");
+    assert_eq!((info.width, info.height), (1400, 900), "the window size");
+    let channels = info.color_type.samples();
+    let pixels: Vec<&[u8]> = buffer[..info.buffer_size()].chunks(channels).collect();
+    let mut counts: std::collections::BTreeMap<&[u8], usize> = std::collections::BTreeMap::new();
+    for pixel in &pixels {
+        *counts.entry(pixel).or_default() += 1;
+    }
+    let background = counts.values().copied().max().unwrap_or(0);
+    let foreground = pixels.len() - background;
+    assert!(
+        counts.len() >= 50 && foreground * 100 >= pixels.len() * 3,
+        "{} looks blank: {} colours, {foreground} of {} pixels not the background",
+        out.display(),
+        counts.len(),
+        pixels.len()
+    );
+    if std::env::var_os("UPDATE_SCREENSHOTS").is_some() {
+        let name = out.file_name().expect("a file name");
+        std::fs::copy(out, root().join("docs").join(name)).expect("docs/ is writable");
+    }
+}
+
+fn load(path: &str) -> agentsim::scenario::LoadedScenario {
+    // Relative to the repository root (the tests' working folder), as a user types it, so
+    // the pages' replay commands read as they would for a user.
+    suite::load_corpus(&[PathBuf::from(path)])
+        .expect("the scenario loads")
+        .remove(0)
+}
+
+/// How often `needle` occurs in `text`.
+fn count(text: &str, needle: &str) -> usize {
+    text.matches(needle).count()
+}
+
+/// The part of the DOM inside the timeline of `side` (`run`, `implementation`, `reference`).
+fn timeline<'a>(dom: &'a str, side: &str) -> &'a str {
+    let start = dom
+        .find(&format!("<section class=\"timeline\" data-side=\"{side}\""))
+        .unwrap_or_else(|| panic!("no {side} timeline"));
+    let rest = &dom[start..];
+    &rest[..rest.find("</section>").expect("the section ends")]
+}
+
+/// The values of `attribute` on the elements whose opening tag starts with `prefix`.
+fn attribute_values(dom: &str, prefix: &str, attribute: &str) -> Vec<String> {
+    dom.match_indices(prefix)
+        .map(|(index, _)| {
+            let tag = &dom[index..index + dom[index..].find('>').expect("the tag ends")];
+            let start = tag
+                .find(&format!("{attribute}=\""))
+                .unwrap_or_else(|| panic!("no {attribute} in {tag}"))
+                + attribute.len()
+                + 2;
+            tag[start..start + tag[start..].find('"').expect("the value ends")].to_string()
+        })
+        .collect()
+}
+
+/// The common checks of a page's one timeline: five lanes, one tick per event, and the
+/// script ran (the detail panel shows an event's JSON).
+fn assert_timeline(dom: &str, side: &str, events: usize) {
+    let lanes = timeline(dom, side);
+    let lane_ids = attribute_values(lanes, "<div class=\"lane\"", "data-lane");
+    let expected: Vec<String> = LANES.iter().map(|lane| lane.id().to_string()).collect();
+    assert_eq!(lane_ids, expected, "the {side} timeline's lanes");
+    assert_eq!(
+        count(lanes, "<span class=\"ev "),
+        events,
+        "one tick per event in {side}"
+    );
+    let mut ticks: Vec<usize> = attribute_values(lanes, "<span class=\"ev ", "data-event")
+        .iter()
+        .map(|line| line.parse().expect("a line number"))
+        .collect();
+    ticks.sort_unstable();
+    assert_eq!(
+        ticks,
+        (1..=events).collect::<Vec<_>>(),
+        "every step has its tick in {side}"
+    );
+}
+
+fn assert_script_ran(dom: &str) {
+    assert!(dom.contains("data-js=\"ready\""), "the page's script did not run");
+    let panel = &dom[dom.find("<pre id=\"detail-json\"").expect("the detail panel")..];
+    let panel = &panel[..panel.find("</pre>").expect("the panel ends")];
+    assert!(
+        panel.contains("\"event\":"),
+        "the detail panel shows no event JSON: {panel}"
+    );
+}
+
+fn mutant_case() -> (agentsim::scenario::LoadedScenario, CaseReport) {
+    let loaded = load(POISON);
+    let mutant = Mutant::from_name("poison-not-stored").expect("a mutant of the zoo");
+    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, mutant.subject().as_mut());
+    assert_eq!(report.verdict, Verdict::Failed, "the mutant fails the poison scenario");
+    (loaded, report)
+}
+
+#[test]
+fn html_walkthrough_page_shows_five_lanes_every_event_and_the_tree_in_chromium() {
+    let dir = scratch("walkthrough");
+    let loaded = load(WALKTHROUGH);
+    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
+    assert_eq!(report.verdict, Verdict::Passed);
+    let events = report.outcome.as_ref().expect("a trace").trace.events.len();
+    let page = dir.join("walkthrough.html");
+    std::fs::write(&page, render_page(&loaded.scenario, &report, None)).expect("written");
+    let static_html = std::fs::read_to_string(&page).expect("read back");
+    assert!(
+        !static_html.contains("http://") && !static_html.contains("https://"),
+        "no network"
+    );
+
+    let dom = dump_dom(&page);
+    assert_script_ran(&dom);
+    assert_timeline(&dom, "run", events);
+    assert_eq!(count(&dom, "<tr class=\"event"), events, "one trace row per event");
+    assert_eq!(count(&dom, "class=\"vmark\""), 0, "the reference breaks no rule here");
+    assert!(dom.contains("data-verdict=\"passed\""));
+    // The chapter's walk-through: restored at old-assistant, four appends, leaf entry-4.
+    assert!(dom.contains("<code id=\"restored-leaf\">old-assistant</code>"));
+    assert!(dom.contains("<code id=\"final-leaf\">entry-4</code>"));
+    let classes = attribute_values(&dom, "<span class=\"entry", "class");
+    let entries = attribute_values(&dom, "<span class=\"entry", "data-entry");
+    for entry in ["entry-1", "entry-2", "entry-3", "entry-4"] {
+        let index = entries
+            .iter()
+            .position(|id| id == entry)
+            .expect("the entry is in the tree");
+        assert!(classes[index].contains("appended ok"), "{entry}: {}", classes[index]);
+    }
+    assert!(classes[entries.iter().position(|id| id == "entry-4").expect("entry-4")].contains("leaf"));
+    // The leaf's moves (the restore, then four acknowledged appends) and the two requests.
+    assert_eq!(count(&dom, "<li data-event="), 5 + 2);
+    assert!(dom.contains(&format!(
+        "<code id=\"replay-command\">{}</code>",
+        report.replay_command()
+    )));
+
+    screenshot(&page, &dir.join("timeline-walkthrough.png"));
+}
+
+#[test]
+fn html_mutant_page_marks_each_violation_at_its_event_with_the_rule_in_chromium() {
+    let dir = scratch("mutant");
+    let (loaded, report) = mutant_case();
+    let events = report.outcome.as_ref().expect("a trace").trace.events.len();
+    let page = dir.join("mutant.html");
+    std::fs::write(&page, render_page(&loaded.scenario, &report, None)).expect("written");
+
+    let dom = dump_dom(&page);
+    assert_script_ran(&dom);
+    assert_timeline(&dom, "run", events);
+    assert!(dom.contains("data-verdict=\"failed\""));
+    // Every placed violation has a mark (the script may have added `selected` to its class) at each of its lines, labelled with its rule.
+    let marks: BTreeSet<(String, String)> = attribute_values(&dom, "<span class=\"vmark", "data-rule")
+        .into_iter()
+        .zip(attribute_values(&dom, "<span class=\"vmark", "data-event"))
+        .collect();
+    let expected: BTreeSet<(String, String)> = report
+        .violations
+        .iter()
+        .flat_map(|violation| {
+            violation
+                .lines
+                .iter()
+                .map(|line| (violation.rule.clone(), line.to_string()))
+        })
+        .collect();
+    assert_eq!(marks, expected, "violation marks (rule, line)");
+    let rules: BTreeSet<&str> = marks.iter().map(|(rule, _)| rule.as_str()).collect();
+    assert!(
+        rules.contains("POISON-2"),
+        "the poison mutant breaks POISON-2: {rules:?}"
+    );
+    // The rule's statement from conformance.md is on the page.
+    let statement = agentsim::html::rule_text("POISON-2").expect("a statement");
+    assert!(dom.contains(&statement), "POISON-2's statement is shown");
+    assert_eq!(
+        count(&dom, "<li class=\"violation"),
+        report.violations.len(),
+        "every violation listed"
+    );
+    // The script opened the first violation's event in the detail panel.
+    let first = report.violations[0].lines[0];
+    assert!(dom.contains(&format!("<pre id=\"detail-json\" data-event=\"{first}\"")));
+    assert!(dom.contains(&format!(
+        "<code id=\"replay-command\">{}</code>",
+        report.replay_command()
+    )));
+    assert!(report.replay_command().contains("--mutant poison-not-stored"));
+
+    screenshot(&page, &dir.join("timeline-mutant.png"));
+}
+
+#[test]
+fn html_divergence_page_of_a_failing_impl_shows_both_timelines_and_the_first_divergence() {
+    let dir = scratch("divergence");
+    let adapter = format!("{} serve --mutant poison-not-stored", binary());
+    let output = Command::new(binary())
+        .args(["run", "--impl", &adapter, POISON, "--format", "json", "--html-dir"])
+        .arg(&dir)
+        .current_dir(root())
+        .output()
+        .expect("agentsim runs");
+    assert_eq!(output.status.code(), Some(1), "the mutant adapter fails");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    let result = &report["results"][0];
+    let line = result["firstDivergence"]["line"].as_u64().expect("a divergence");
+    let page = dir.join("applied-then-fail-at-first-append.html");
+    assert!(dir.join("index.html").exists(), "an index of the pages");
+
+    let dom = dump_dom(&page);
+    assert_script_ran(&dom);
+    let implementation_events = count(timeline(&dom, "implementation"), "<span class=\"ev ");
+    let reference_events = count(timeline(&dom, "reference"), "<span class=\"ev ");
+    assert_timeline(&dom, "implementation", implementation_events);
+    assert_timeline(&dom, "reference", reference_events);
+    assert_ne!(
+        implementation_events, reference_events,
+        "the mutant runs longer than the reference"
+    );
+    // The divergence row: one, at the reported line, with both lines as the report has them.
+    assert_eq!(count(&dom, "id=\"first-divergence\""), 1);
+    let row_start = dom.find("id=\"first-divergence\"").expect("the row");
+    let row = &dom[row_start..row_start + dom[row_start..].find("</tr>").expect("the row ends")];
+    assert!(row.contains(&format!("data-line=\"{line}\"")), "{row}");
+    let summary = result["firstDivergence"]["implementation"].as_str().expect("a line");
+    let escaped = summary
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    assert!(row.contains(&escaped) || row.contains(summary), "{row} lacks {summary}");
+    assert_eq!(
+        count(&dom, "class=\"vline divergence\""),
+        2,
+        "the divergence crosses both timelines"
+    );
+    assert!(dom.contains(&format!(
+        "<code id=\"replay-command\">{}</code>",
+        result["replay"]
+            .as_str()
+            .expect("a replay")
+            // A browser serializes text with `&`, `<` and `>` escaped and quotes as they are.
+            .replace('&', "&amp;")
+    )));
+    screenshot(&page, &dir.join("timeline-divergence.png"));
+}
+
+#[test]
+fn html_replay_flag_and_explore_html_dir_write_pages() {
+    let dir = scratch("cli");
+    let page = dir.join("walk.html");
+    let status = Command::new(binary())
+        .args(["replay", WALKTHROUGH, "--html"])
+        .arg(&page)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .status()
+        .expect("agentsim runs");
+    assert_eq!(status.code(), Some(0));
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    assert!(html.contains("<code id=\"replay-command\">agentsim replay scenarios/wiring/walkthrough.json</code>"));
+
+    let pages = dir.join("explore");
+    let output = Command::new(binary())
+        .args([
+            "explore",
+            POISON,
+            "--strategy",
+            "random",
+            "--seeds",
+            "3",
+            "--mutant",
+            "poison-not-stored",
+            "--html-dir",
+        ])
+        .arg(&pages)
+        .current_dir(root())
+        .output()
+        .expect("agentsim runs");
+    assert_eq!(output.status.code(), Some(1), "the mutant fails under exploration");
+    let written: Vec<PathBuf> = std::fs::read_dir(&pages)
+        .expect("the folder was made")
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| path.file_name().is_some_and(|name| name != "index.html"))
+        .collect();
+    assert_eq!(written.len(), 3, "one page per failing schedule: {written:?}");
+    for path in &written {
+        let html = std::fs::read_to_string(path).expect("readable");
+        assert!(
+            html.contains("class=\"vmark\""),
+            "{} marks its violations",
+            path.display()
+        );
+        assert!(
+            html.contains("--mutant poison-not-stored"),
+            "{} has its replay",
+            path.display()
+        );
+    }
+}
