@@ -101,6 +101,17 @@ impl CaseReport {
         self
     }
 
+    /// The verdict's word, as every report format spells it.
+    pub fn status(&self) -> &'static str {
+        match self.verdict {
+            Verdict::Passed => "passed",
+            Verdict::Failed => "failed",
+            Verdict::BadScenario(_) => "bad-scenario",
+            Verdict::Broken(_) => "broken",
+            Verdict::NotApplicable { .. } => "not-applicable",
+        }
+    }
+
     /// Everything that determines this case's trace.
     pub fn replay_spec(&self) -> ReplaySpec {
         let world = match self.net {

@@ -214,16 +214,9 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     }
     if let Some(dir) = &args.html_dir {
         let implementation = args.implementation.as_deref().map(|command| (command, step_timeout));
-        match crate::html::write_explore_pages(dir, &corpus, &summary, args.strategy, implementation, &factory) {
-            Ok(pages) => eprintln!(
-                "agentsim: wrote {} HTML pages and index.html to {}",
-                pages.len(),
-                dir.display()
-            ),
-            Err(error) => {
-                eprintln!("agentsim: {}: {error}", dir.display());
-                return EXIT_BAD_INPUT;
-            }
+        let written = crate::html::write_explore_pages(dir, &corpus, &summary, args.strategy, implementation, &factory);
+        if let Err(code) = super::report_pages(dir, written) {
+            return code;
         }
     }
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {

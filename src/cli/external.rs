@@ -129,16 +129,8 @@ pub(super) fn run(args: RunArgs) -> u8 {
     };
     print!("{text}");
     if let Some(dir) = &args.html_dir {
-        match crate::html::write_run_pages(dir, &corpus, &reports) {
-            Ok(pages) => eprintln!(
-                "agentsim: wrote {} HTML pages and index.html to {}",
-                pages.len(),
-                dir.display()
-            ),
-            Err(error) => {
-                eprintln!("agentsim: {}: {error}", dir.display());
-                return EXIT_BAD_INPUT;
-            }
+        if let Err(code) = super::report_pages(dir, crate::html::write_run_pages(dir, &corpus, &reports)) {
+            return code;
         }
     }
     match &comparison {

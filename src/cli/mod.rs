@@ -442,3 +442,22 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
     }
     exit_code(std::slice::from_ref(&case))
 }
+
+/// Reports the HTML pages written to `dir` (`--html-dir`); `Err` with the exit code when they
+/// could not be written.
+fn report_pages(dir: &std::path::Path, written: std::io::Result<Vec<PathBuf>>) -> Result<(), u8> {
+    match written {
+        Ok(pages) => {
+            eprintln!(
+                "agentsim: wrote {} HTML pages and index.html to {}",
+                pages.len(),
+                dir.display()
+            );
+            Ok(())
+        }
+        Err(error) => {
+            eprintln!("agentsim: {}: {error}", dir.display());
+            Err(EXIT_BAD_INPUT)
+        }
+    }
+}

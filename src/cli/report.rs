@@ -8,16 +8,6 @@ use crate::sim::StrategyKind;
 use crate::suite::{CaseReport, Verdict};
 use crate::trace::render_line;
 
-pub(crate) fn status(report: &CaseReport) -> &'static str {
-    match report.verdict {
-        Verdict::Passed => "passed",
-        Verdict::Failed => "failed",
-        Verdict::BadScenario(_) => "bad-scenario",
-        Verdict::Broken(_) => "broken",
-        Verdict::NotApplicable { .. } => "not-applicable",
-    }
-}
-
 /// (passed, failed, not applicable); broken and bad cases count as failed.
 pub(crate) fn counts(reports: &[CaseReport]) -> (usize, usize, usize) {
     let passed = reports
@@ -111,7 +101,7 @@ pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String
             let mut result = json!({
                 "name": report.name,
                 "path": report.path.display().to_string(),
-                "status": status(report),
+                "status": report.status(),
                 "violations": violations,
                 "detail": detail,
                 "replay": report.replay_command(),
@@ -206,7 +196,7 @@ pub fn junit(reports: &[CaseReport]) -> String {
         body.push_str(&format!("replay: {}\n", report.replay_command()));
         text.push_str(&format!(
             "    <failure message=\"{}\">{}</failure>\n  </testcase>\n",
-            status(report),
+            report.status(),
             xml_escape(&body)
         ));
     }

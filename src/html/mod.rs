@@ -75,7 +75,7 @@ fn script_json(value: &serde_json::Value) -> String {
 pub fn render_page(scenario: &Scenario, report: &CaseReport, reference: Option<&Trace>) -> String {
     let empty = Trace::default();
     let trace = report.outcome.as_ref().map(|outcome| &outcome.trace).unwrap_or(&empty);
-    let verdict = status(report);
+    let verdict = report.status();
     let mut body = String::new();
     body.push_str(&format!(
         "<header><h1>{}</h1><p class=\"meta\"><span id=\"verdict\" class=\"verdict {verdict}\" data-verdict=\"{verdict}\">{verdict}</span> {} seed {}{}{} &middot; {} events &middot; {} violations</p>\n",
@@ -444,17 +444,6 @@ pub fn write_page(path: &Path, loaded: &LoadedScenario, report: &CaseReport) -> 
     std::fs::write(path, render_page(&loaded.scenario, report, reference.as_ref()))
 }
 
-/// The verdict's word, as every report format spells it.
-fn status(report: &CaseReport) -> &'static str {
-    match report.verdict {
-        Verdict::Passed => "passed",
-        Verdict::Failed => "failed",
-        Verdict::BadScenario(_) => "bad-scenario",
-        Verdict::Broken(_) => "broken",
-        Verdict::NotApplicable { .. } => "not-applicable",
-    }
-}
-
 fn is_failure(report: &CaseReport) -> bool {
     !matches!(report.verdict, Verdict::Passed | Verdict::NotApplicable { .. })
 }
@@ -472,7 +461,7 @@ pub fn write_run_pages(dir: &Path, corpus: &[LoadedScenario], reports: &[CaseRep
         let name = page_name(report, "");
         let path = dir.join(&name);
         write_page(&path, loaded, report)?;
-        index.push((name, report.name.clone(), status(report).to_string()));
+        index.push((name, report.name.clone(), report.status().to_string()));
         written.push(path);
     }
     std::fs::write(dir.join("index.html"), index_page(&index))?;
@@ -523,7 +512,7 @@ pub fn write_explore_pages(
         let name = page_name(&report, &format!(".{}", number + 1));
         let path = dir.join(&name);
         write_page(&path, loaded, &report)?;
-        index.push((name, failure.origin.clone(), status(&report).to_string()));
+        index.push((name, failure.origin.clone(), report.status().to_string()));
         written.push(path);
     }
     std::fs::write(dir.join("index.html"), index_page(&index))?;
