@@ -38,18 +38,44 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Debian's Chromium (or `AGENTSIM_CHROMIUM`); a clear failure when there is none.
+/// Debian's Chromium (or `AGENTSIM_CHROMIUM`). When none is installed and the tests run as
+/// root on Debian (the project's machines: README's `cargo test` needs nothing else), it is
+/// installed once with apt, as .ci/run does; otherwise a clear failure.
 fn chromium() -> PathBuf {
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     if let Some(path) = std::env::var_os("AGENTSIM_CHROMIUM") {
         return PathBuf::from(path);
     }
-    for candidate in ["/usr/bin/chromium", "/usr/bin/chromium-browser"] {
-        if Path::new(candidate).exists() {
-            return PathBuf::from(candidate);
+    let find = || {
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|candidate| candidate.exists())
+    };
+    let _one_install_at_a_time = INSTALL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(path) = find() {
+        return path;
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| output.stdout.trim_ascii() == b"0");
+    if root && Path::new("/usr/bin/apt-get").exists() {
+        let apt = |args: &[&str]| {
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status()
+                .is_ok_and(|status| status.success())
+        };
+        if apt(&["update", "-qq"]) && apt(&["install", "-y", "-qq", "chromium"]) {
+            if let Some(path) = find() {
+                return path;
+            }
         }
     }
     panic!(
-        "the HTML browser tests need headless Chromium and none is installed: \
+        "the HTML browser tests need headless Chromium and none could be installed: \
          run `apt-get update && apt-get install -y chromium` (as .ci/run does), \
          or point AGENTSIM_CHROMIUM at a Chromium binary"
     );
