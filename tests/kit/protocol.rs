@@ -279,10 +279,12 @@ fn hostile_settled_for_an_operation_never_delivered() {
 
 #[test]
 fn hostile_unsolicited_idle_flood() {
+    // Which unsolicited line the kit reads first depends on what the pipe holds when it looks:
+    // the `idle` itself, or the flood behind it ("more output"); the verdict is the same.
     assert_broken(
         "idle-flood.sh",
         "subject.malformed",
-        &["an unsolicited line after `idle`, before the kit sent anything: \"{\\\"type\\\":\\\"idle\\\"}\""],
+        &["an unsolicited line after `idle`, before the kit sent anything"],
     );
 }
 
