@@ -25,8 +25,6 @@ pub struct Detection {
     pub schedules: u64,
     /// Time to the detection, or `None` when the budget ran out.
     pub time: Option<Duration>,
-    /// The rule and scenario that detected it.
-    pub by: Option<(String, String)>,
 }
 
 /// The strategies compared, by name.
@@ -87,14 +85,13 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
             schedules += 1;
             let Some(outcome) = outcome else { continue };
             let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
-            if let Some(violation) = violations
+            if violations
                 .iter()
-                .find(|violation| RULE_IDS.contains(&violation.rule.as_str()))
+                .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
             {
                 return Detection {
                     schedules,
                     time: Some(started.elapsed()),
-                    by: Some((violation.rule.clone(), format!("{} (schedule {seed})", loaded.name))),
                 };
             }
         }
@@ -102,9 +99,5 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
             break;
         }
     }
-    Detection {
-        schedules,
-        time: None,
-        by: None,
-    }
+    Detection { schedules, time: None }
 }

@@ -137,7 +137,7 @@ fn resolved_runs(timeline: &Timeline<'_>) -> usize {
         .filter(|info| {
             matches!(
                 info.settled,
-                Some((_, Settlement::Resolved(OpValue::Run(_) | OpValue::Library { .. }))) | None
+                Some((_, Settlement::Resolved(OpValue::Run(_) | OpValue::Library { .. })))
             ) && !timeline.appends_of(info.op).is_empty()
         })
         .count()

@@ -85,11 +85,6 @@ impl GuidedSearch {
         }
         novel
     }
-
-    /// Distinct situations and abstract states reached so far.
-    pub fn coverage(&self) -> usize {
-        self.seen.len()
-    }
 }
 
 /// What a trace covered: the situations it reached and its abstract states.
