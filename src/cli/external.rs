@@ -1,9 +1,11 @@
 //! `run` and `replay` against an implementation behind the adapter protocol (`--impl CMD`),
 //! the `--expect` judgement, and `serve`.
 //!
-//! With `--impl`, each scenario runs on a fresh adapter process (`protocol::ExternalSubject`)
-//! and, in process, on the reference under the same strategy and seed: the reference's trace is
-//! what the implementation's is diffed against (`protocol::diff`). Without `--impl` the cases
+//! With `--impl`, `--jobs` workers each drive one adapter process (`protocol::ExternalSubject`,
+//! reused across scenarios when the adapter speaks protocol 2) and, in process, the reference
+//! under the same strategy and seed: the reference's trace is what the implementation's is
+//! diffed against (`protocol::diff`). `--check-determinism` runs each scenario twice, in a
+//! fresh and in a reused process, and compares the traces. Without `--impl` the cases
 //! run on the in-process reference as before; `--expect` and `--format markdown` work for both.
 
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
 use crate::deviations::{self, Comparison, ExpectationFile};
-use crate::protocol::diff::first_divergence;
+use crate::protocol::diff::{first_divergence, first_run_difference};
 use crate::protocol::wire::Hello;
 use crate::protocol::ExternalSubject;
 use crate::scenario::LoadedScenario;
@@ -34,6 +36,10 @@ pub(super) struct RunArgs {
     pub step_timeout: Duration,
     pub expect: Option<PathBuf>,
     pub html_dir: Option<PathBuf>,
+    /// Adapter processes run in parallel (`--impl` only).
+    pub jobs: usize,
+    /// Run every scenario in a fresh and in a reused adapter process and compare the traces.
+    pub check_determinism: bool,
 }
 
 /// `agentsim run`: runs the corpus, prints the report, returns the exit code.
@@ -59,20 +65,29 @@ pub(super) fn run(args: RunArgs) -> u8 {
         },
         None => None,
     };
-    let mut hello: Option<Hello> = None;
-    let reports: Vec<CaseReport> = corpus
-        .iter()
-        .map(|loaded| match &args.implementation {
-            Some(command) => {
-                let (report, said) = run_external(loaded, args.strategy, args.seed, command, args.step_timeout);
-                if hello.is_none() {
-                    hello = said;
-                }
-                report
-            }
-            None => suite::run_case(loaded, args.strategy, args.seed, super::subject(args.mutant).as_mut()),
-        })
-        .collect();
+    if args.check_determinism && args.implementation.is_none() {
+        eprintln!("agentsim: --check-determinism judges an implementation: it needs --impl CMD");
+        return EXIT_BAD_INPUT;
+    }
+    let (reports, hello) = match &args.implementation {
+        Some(command) => {
+            let pool = Pool {
+                command,
+                strategy: args.strategy,
+                seed: args.seed,
+                step_timeout: args.step_timeout,
+                check_determinism: args.check_determinism,
+            };
+            pool.run(&corpus, args.jobs)
+        }
+        None => {
+            let reports = corpus
+                .iter()
+                .map(|loaded| suite::run_case(loaded, args.strategy, args.seed, super::subject(args.mutant).as_mut()))
+                .collect();
+            (reports, None)
+        }
+    };
     let comparison = expectations
         .as_ref()
         .map(|(_, file)| deviations::compare(file, &reports));
@@ -147,11 +162,12 @@ pub(super) fn replay_case(
     command: &str,
     step_timeout: Duration,
 ) -> CaseReport {
-    run_external(loaded, strategy, seed, command, step_timeout).0
+    let mut subject = ExternalSubject::new(command, step_timeout);
+    run_on(loaded, strategy, seed, &mut subject)
 }
 
 /// `agentsim serve`: the reference as an adapter on stdin/stdout.
-pub(super) fn serve(mutant: Option<Mutant>) -> u8 {
+pub(super) fn serve(mutant: Option<Mutant>, protocol: u32) -> u8 {
     let mutant = match mutant.map(|mutant| (mutant, mutant.switch())) {
         Some((mutant, None)) => {
             eprintln!(
@@ -165,7 +181,7 @@ pub(super) fn serve(mutant: Option<Mutant>) -> u8 {
     };
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
-    match crate::protocol::serve::serve(stdin, stdout, mutant) {
+    match crate::protocol::serve::serve(stdin, stdout, mutant, protocol) {
         Ok(()) => EXIT_PASSED,
         Err(error) => {
             eprintln!("agentsim serve: {error} ({})", error.code());
@@ -174,21 +190,121 @@ pub(super) fn serve(mutant: Option<Mutant>) -> u8 {
     }
 }
 
-/// Runs one scenario on the adapter and on the reference; returns the adapter's case, with its
-/// divergence from the reference, and the adapter's `hello`.
-fn run_external(
-    loaded: &LoadedScenario,
+/// The `--impl` runner: `jobs` worker threads, each with its own adapter process (reused across
+/// scenarios when it speaks protocol 2), taking the corpus's scenarios in order from one shared
+/// counter. Reports are kept in corpus order, so the report does not depend on `jobs` or on
+/// which worker ran which scenario, as long as the adapter resets cleanly (which
+/// `--check-determinism` checks).
+struct Pool<'a> {
+    command: &'a str,
     strategy: StrategyKind,
     seed: u64,
-    command: &str,
     step_timeout: Duration,
-) -> (CaseReport, Option<Hello>) {
-    let mut subject = ExternalSubject::new(command, step_timeout);
-    let mut case = suite::run_case(loaded, strategy, seed, &mut subject);
-    let hello = subject.hello().cloned();
-    // Shut the adapter down (and kill its group) before anything else runs.
-    drop(subject);
-    case.implementation = Some((command.to_string(), step_timeout.as_millis() as u64));
+    check_determinism: bool,
+}
+
+impl Pool<'_> {
+    /// Every case of `corpus`, in corpus order, and the `hello` of the first case that got one.
+    fn run(&self, corpus: &[LoadedScenario], jobs: usize) -> (Vec<CaseReport>, Option<Hello>) {
+        let jobs = jobs.clamp(1, corpus.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut results: Vec<(usize, CaseReport, Option<Hello>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..jobs).map(|_| scope.spawn(|| self.worker(corpus, &next))).collect();
+            workers
+                .into_iter()
+                .flat_map(|worker| worker.join().unwrap_or_default())
+                .collect()
+        });
+        results.sort_by_key(|(index, _, _)| *index);
+        let hello = results.iter().find_map(|(_, _, hello)| hello.clone());
+        (results.into_iter().map(|(_, report, _)| report).collect(), hello)
+    }
+
+    fn worker(
+        &self,
+        corpus: &[LoadedScenario],
+        next: &std::sync::atomic::AtomicUsize,
+    ) -> Vec<(usize, CaseReport, Option<Hello>)> {
+        let mut subject = ExternalSubject::new(self.command, self.step_timeout);
+        let mut done = Vec::new();
+        loop {
+            let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(loaded) = corpus.get(index) else {
+                break;
+            };
+            let report = if self.check_determinism {
+                self.run_twice(loaded, &mut subject)
+            } else {
+                self.run_one(loaded, &mut subject)
+            };
+            done.push((index, report, subject.hello().cloned()));
+        }
+        done
+    }
+
+    /// One scenario on `subject` and on the in-process reference: the adapter's case, with
+    /// its divergence from the reference.
+    fn run_one(&self, loaded: &LoadedScenario, subject: &mut ExternalSubject) -> CaseReport {
+        run_on(loaded, self.strategy, self.seed, subject)
+    }
+
+    /// `--check-determinism`: the scenario in a fresh adapter process, then in the worker's
+    /// reused one (which has run this very scenario before, so its reset is on trial); the
+    /// second run's case, broken with `subject.nondeterministic` when the traces differ.
+    fn run_twice(&self, loaded: &LoadedScenario, subject: &mut ExternalSubject) -> CaseReport {
+        let fresh = {
+            let mut fresh = ExternalSubject::new(self.command, self.step_timeout).fresh_each_run();
+            suite::run_case(loaded, self.strategy, self.seed, &mut fresh)
+        };
+        if subject.processes_spawned() == 0 || subject.pid().is_none() {
+            // Warm the reused process up on the same scenario; that run is not reported.
+            let _ = suite::run_case(loaded, self.strategy, self.seed, subject);
+        }
+        let reused_pid = subject.pid();
+        let mut case = self.run_one(loaded, subject);
+        let reused = if reused_pid.is_some() && reused_pid == subject.pid() {
+            "reused process"
+        } else {
+            "second fresh process"
+        };
+        if let (Some(first), Some(second)) = (&fresh.outcome, &case.outcome) {
+            if let Some(difference) = first_run_difference(&first.trace, &second.trace) {
+                let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(end of trace)".to_string());
+                let field = difference
+                    .field
+                    .as_ref()
+                    .filter(|field| field.path != "event")
+                    .map(|field| format!("; field {}: {} / {}", field.path, field.reference, field.implementation))
+                    .unwrap_or_default();
+                case.verdict = Verdict::Broken(crate::sim::SubjectFailure::Nondeterministic {
+                    line: difference.line,
+                    detail: format!(
+                        "fresh process `{}` / {reused} `{}`{field}",
+                        side(&difference.reference),
+                        side(&difference.implementation)
+                    ),
+                });
+            }
+        } else if fresh.status() != case.status() {
+            case.verdict = Verdict::Broken(crate::sim::SubjectFailure::Nondeterministic {
+                line: 0,
+                detail: format!(
+                    "the run in a fresh process was {}, the run in a {reused} {}",
+                    fresh.status(),
+                    case.status()
+                ),
+            });
+        }
+        case
+    }
+}
+
+/// Runs one scenario on the adapter behind `subject` and on the reference; returns the
+/// adapter's case, with its divergence from the reference.
+fn run_on(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subject: &mut ExternalSubject) -> CaseReport {
+    let mut case = suite::run_case(loaded, strategy, seed, subject);
+    let (command, step_timeout) = (subject.command().to_string(), subject.step_timeout());
+    case.implementation = Some((command, step_timeout.as_millis() as u64));
     let reference_case = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
     if let Verdict::BadScenario(_) = case.verdict {
         if !matches!(reference_case.verdict, Verdict::BadScenario(_)) {
@@ -198,7 +314,7 @@ fn run_external(
     if let (Some(implementation), Some(reference)) = (&case.outcome, &reference_case.outcome) {
         case.divergence = first_divergence(&reference.trace, &implementation.trace);
     }
-    (case, hello)
+    case
 }
 
 /// On the canonical schedule an operation whose `after` never held is a bad scenario, unless

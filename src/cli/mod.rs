@@ -59,13 +59,22 @@ enum Command {
         /// Run a deliberately broken reference (a named mutation; see `runtime::mutation`).
         #[arg(long, value_parser = parse_mutation)]
         mutant: Option<Mutant>,
-        /// Run an implementation behind the adapter protocol (`sh -c CMD`, one process per
-        /// scenario; docs/protocol.md) instead of the in-process reference.
+        /// Run an implementation behind the adapter protocol (`sh -c CMD`; one process per
+        /// scenario for protocol 1, reused across scenarios for protocol 2; docs/protocol.md)
+        /// instead of the in-process reference.
         #[arg(long = "impl", value_name = "CMD")]
         implementation: Option<String>,
         /// Bound on every wait for the adapter, in milliseconds.
         #[arg(long, value_name = "MS", default_value_t = 10_000)]
         step_timeout_ms: u64,
+        /// Adapter processes to run in parallel with `--impl` (default: the number of cores).
+        /// The report is the same whatever N.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+        jobs: Option<u64>,
+        /// With `--impl`: run every scenario twice, in a fresh and in a reused adapter process,
+        /// and give a case whose traces differ the verdict `subject.nondeterministic`.
+        #[arg(long)]
+        check_determinism: bool,
         /// Expected deviations (expectations/<impl>.json): exit 0 only when the failures are
         /// exactly the listed ones.
         #[arg(long, value_name = "FILE")]
@@ -89,6 +98,10 @@ enum Command {
         /// Serve a deliberately broken reference.
         #[arg(long, value_parser = parse_mutation)]
         mutant: Option<Mutant>,
+        /// The protocol version `hello` says: 2 (one process for many runs) or 1 (the kit
+        /// starts one process per run).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=2))]
+        protocol: u32,
     },
     /// Crash the store host at many points of a networked run and count the acknowledged
     /// entries lost (exit 1 when any is).
@@ -240,6 +253,8 @@ pub fn main() -> ExitCode {
             step_timeout_ms,
             expect,
             html_dir,
+            jobs,
+            check_determinism,
         } => external::run(external::RunArgs {
             paths: default_paths(paths),
             strategy,
@@ -250,8 +265,10 @@ pub fn main() -> ExitCode {
             step_timeout: Duration::from_millis(step_timeout_ms),
             expect,
             html_dir,
+            jobs: jobs.map_or_else(default_jobs, |jobs| jobs as usize),
+            check_determinism,
         }),
-        Command::Serve { mutant } => external::serve(mutant),
+        Command::Serve { mutant, protocol } => external::serve(mutant, protocol),
         Command::Replay {
             file,
             strategy,
@@ -281,6 +298,11 @@ pub fn main() -> ExitCode {
         ),
     };
     ExitCode::from(code)
+}
+
+/// `--jobs`' default: the number of cores.
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
 fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {

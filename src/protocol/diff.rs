@@ -88,6 +88,24 @@ impl Divergence {
 
 /// The first divergence of `implementation` from `reference`, or `None` when they agree.
 pub fn first_divergence(reference: &Trace, implementation: &Trace) -> Option<Divergence> {
+    first_difference_of(reference, implementation, comparable)
+}
+
+/// Where two runs of the same implementation on the same (scenario, strategy, seed) first
+/// differ (`run --check-determinism`): ids renumbered, nothing redacted, since one
+/// implementation has no excuse to fill its own fields differently twice. `reference` holds
+/// the first run's line, `implementation` the second's.
+pub fn first_run_difference(first: &Trace, second: &Trace) -> Option<Divergence> {
+    first_difference_of(first, second, |event| {
+        serde_json::to_value(event).expect("trace events always serialize")
+    })
+}
+
+fn first_difference_of(
+    reference: &Trace,
+    implementation: &Trace,
+    comparable: fn(&Event) -> Value,
+) -> Option<Divergence> {
     let reference = normalize(reference);
     let implementation = normalize(implementation);
     let length = reference.events.len().max(implementation.events.len());

@@ -1,13 +1,17 @@
 //! `ExternalSubject`: an implementation in another process, driven through the adapter
 //! protocol as a [`Subject`].
 //!
-//! One adapter process per run. `start` spawns it, reads `hello` (checking the version and
+//! `start` spawns the adapter when none is running, reads `hello` (checking the version and
 //! whether the scenario uses something the adapter declared unsupported), writes `start` and
 //! reads up to `idle`. Every `deliver` writes one `operation` or `complete` and collects the
-//! effects, abort signals and settlements up to the next `idle`. Every wait is bounded by the
-//! step timeout; whatever the adapter does wrong becomes a typed [`SubjectFailure`], never a
-//! panic or a hang. Dropping the subject asks the adapter to shut down, then kills its process
-//! group.
+//! effects, abort signals and settlements up to the next `idle`. `finish` ends the run: it checks
+//! that nothing came after the last `idle`, then, for a protocol-2 adapter, writes `reset` and
+//! reads its `idle`, so the next `start` reuses the process; a protocol-1 adapter (or a subject
+//! made with [`ExternalSubject::fresh_each_run`]) is shut down instead, one process per run.
+//! After a failure the process is killed and the next run spawns a new one. Every wait is
+//! bounded by the step timeout; whatever the adapter does wrong becomes a typed
+//! [`SubjectFailure`], never a panic or a hang. Dropping the subject asks the adapter to shut
+//! down, then kills its process group.
 //!
 //! This module owns the turn-taking; the bytes and the process are `process`'s, the shapes are
 //! `wire`'s.
@@ -51,6 +55,12 @@ pub struct ExternalSubject {
     ops_delivered: BTreeSet<u32>,
     /// A failure was reported: the process is killed, not asked to shut down.
     failed: bool,
+    /// A run was started on the process and not yet finished.
+    run_live: bool,
+    /// Shut the adapter down after every run, even one that speaks protocol 2.
+    fresh_each_run: bool,
+    /// How many adapter processes this subject has spawned.
+    spawned: usize,
 }
 
 impl ExternalSubject {
@@ -64,11 +74,35 @@ impl ExternalSubject {
             effect_ids: BTreeSet::new(),
             ops_delivered: BTreeSet::new(),
             failed: false,
+            run_live: false,
+            fresh_each_run: false,
+            spawned: 0,
         }
+    }
+
+    /// One adapter process per run, whatever protocol it speaks (`--check-determinism`'s first
+    /// pass, and what protocol 1 means anyway).
+    pub fn fresh_each_run(mut self) -> ExternalSubject {
+        self.fresh_each_run = true;
+        self
+    }
+
+    /// How many adapter processes this subject has started so far.
+    pub fn processes_spawned(&self) -> usize {
+        self.spawned
+    }
+
+    /// Whether the running adapter serves many runs (`hello.protocol` 2 or more).
+    fn reusable(&self) -> bool {
+        !self.fresh_each_run && self.hello.as_ref().is_some_and(|hello| hello.protocol >= 2)
     }
 
     pub fn command(&self) -> &str {
         &self.command
+    }
+
+    pub fn step_timeout(&self) -> Duration {
+        self.step_timeout
     }
 
     /// The adapter's `hello`, once a run has started.
@@ -83,6 +117,8 @@ impl ExternalSubject {
 
     /// Ends the current adapter process: `shutdown`, a short grace, then the group is killed.
     pub fn stop(&mut self) {
+        self.hello = None;
+        self.run_live = false;
         if let Some(mut process) = self.process.take() {
             if !self.failed {
                 process.send(to_line(&KitMessage::Shutdown {}));
@@ -216,6 +252,42 @@ impl ExternalSubject {
     }
 }
 
+impl ExternalSubject {
+    /// Starts the adapter process and reads its `hello`.
+    fn spawn(&mut self) -> Result<(), SubjectFailure> {
+        let process = AdapterProcess::spawn(&self.command).map_err(|error| SubjectFailure::Spawn {
+            message: format!("sh -c {}: {error}", crate::trace::quote(&self.command)),
+        })?;
+        self.process = Some(process);
+        self.spawned += 1;
+        let deadline = Instant::now() + self.step_timeout;
+        match self.read_message("`hello`", deadline)? {
+            AdapterMessage::Hello(hello) => {
+                self.hello = Some(hello);
+                Ok(())
+            }
+            other => {
+                let message = format!("the first line must be `hello`, not `{}`", other.type_name());
+                Err(self.malformed(message))
+            }
+        }
+    }
+
+    /// A line the adapter wrote after its last `idle` without being asked is a breach.
+    fn check_unsolicited(&mut self) -> Result<(), SubjectFailure> {
+        let unsolicited = self.process.as_mut().and_then(AdapterProcess::pending_line);
+        match unsolicited {
+            Some(line) => {
+                let line = quote_line(&String::from_utf8_lossy(&line));
+                Err(self.malformed(format!(
+                    "an unsolicited line after `idle`, before the kit sent anything: {line}"
+                )))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
 impl Drop for ExternalSubject {
     fn drop(&mut self) {
         self.stop();
@@ -252,30 +324,28 @@ impl Subject for ExternalSubject {
     }
 
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
-        self.stop();
+        if self.failed || self.run_live || !self.reusable() {
+            self.stop();
+        }
         self.failed = false;
-        self.hello = None;
         self.effect_ids.clear();
         self.ops_delivered.clear();
-        let process = AdapterProcess::spawn(&self.command).map_err(|error| SubjectFailure::Spawn {
-            message: format!("sh -c {}: {error}", crate::trace::quote(&self.command)),
-        })?;
-        self.process = Some(process);
-
-        let deadline = Instant::now() + self.step_timeout;
-        let hello = match self.read_message("`hello`", deadline)? {
-            AdapterMessage::Hello(hello) => hello,
-            other => {
-                let message = format!("the first line must be `hello`, not `{}`", other.type_name());
-                return Err(self.malformed(message));
-            }
+        if self.process.is_none() {
+            self.spawn()?;
+        } else {
+            // A reused adapter is silent after the `idle` that answered `reset`.
+            self.check_unsolicited()?;
+        }
+        let Some(hello) = &self.hello else {
+            return Err(SubjectFailure::Protocol {
+                message: "the adapter's `hello` is missing".into(),
+            });
         };
-        let unsupported = Self::unsupported_use(scenario, &hello);
-        self.hello = Some(hello);
-        if let Some((operation, reason)) = unsupported {
+        if let Some((operation, reason)) = Self::unsupported_use(scenario, hello) {
+            // Nothing was sent for this scenario: a protocol-2 adapter goes on to the next.
             return Err(SubjectFailure::Unsupported { operation, reason });
         }
-
+        self.run_live = true;
         self.send(&KitMessage::Start {
             scenario: StartScenario::from_scenario(scenario),
         });
@@ -310,6 +380,30 @@ impl Subject for ExternalSubject {
         }
     }
 
+    fn finish(&mut self) -> Result<(), SubjectFailure> {
+        if !self.run_live || self.failed || self.process.is_none() {
+            return Ok(());
+        }
+        self.check_unsolicited()?;
+        self.run_live = false;
+        if !self.reusable() {
+            self.stop();
+            return Ok(());
+        }
+        self.send(&KitMessage::Reset {});
+        let deadline = Instant::now() + self.step_timeout;
+        match self.read_message("`idle` after `reset`", deadline)? {
+            AdapterMessage::Idle {} => Ok(()),
+            AdapterMessage::Error { code, message } => Err(self.malformed(format!(
+                "the adapter reported an error after `reset`: {code}: {message}"
+            ))),
+            other => {
+                let message = format!("unexpected `{}` after `reset` (only `idle`)", other.type_name());
+                Err(self.malformed(message))
+            }
+        }
+    }
+
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
         if self.process.is_none() || self.failed {
             return Err(SubjectFailure::Protocol {
@@ -319,13 +413,7 @@ impl Subject for ExternalSubject {
         let waiting_for = describe_wait(&input);
         // After `idle` the adapter speaks only when spoken to: a line already waiting now was
         // sent unasked (an extra `idle`, a late effect), and would be taken as this input's answer.
-        let unsolicited = self.process.as_mut().and_then(AdapterProcess::pending_line);
-        if let Some(line) = unsolicited {
-            let line = quote_line(&String::from_utf8_lossy(&line));
-            return Err(self.malformed(format!(
-                "an unsolicited line after `idle`, before the kit sent anything: {line}"
-            )));
-        }
+        self.check_unsolicited()?;
         let wire = input_to_wire(&input);
         if let KitMessage::Operation { op, .. } = &wire {
             self.ops_delivered.insert(*op);

@@ -6,9 +6,10 @@
 //! mutation switched on it serves a deliberately broken reference, to see the kit catch it
 //! through the wire.
 //!
-//! Turn-taking as docs/protocol.md states it: `hello`; on `start`, `started` or
+//! Turn-taking as docs/protocol.md states it (version 2): `hello`; on `start`, `started` or
 //! `restore_failed`, then `idle`; after each `operation` or `complete`, every effect the runtime
-//! produced, then `idle`; on `shutdown` or end of input, exit. A line it cannot apply is
+//! produced, then `idle`; on `reset`, the runtime is dropped, then `idle` (a `start` while a run
+//! is live resets first); on `shutdown` or end of input, exit. A line it cannot apply is
 //! answered with an `error` message (and the run goes on until the kit stops it).
 
 use std::io::{BufRead, Write};
@@ -43,7 +44,8 @@ impl ServeError {
     }
 }
 
-/// The `hello` of the reference adapter; a mutant's name is appended to the implementation's.
+/// The `hello` of the reference adapter (protocol 2); a mutant's name is appended to the
+/// implementation's.
 pub fn hello(mutant: Option<Mutation>) -> Hello {
     let mut name = IMPLEMENTATION_NAME.to_string();
     if let Some(mutation) = mutant {
@@ -64,14 +66,23 @@ pub fn hello(mutant: Option<Mutation>) -> Hello {
     }
 }
 
-/// Serves one run: reads kit lines from `input`, writes adapter lines to `output`.
-pub fn serve(input: impl BufRead, mut output: impl Write, mutant: Option<Mutation>) -> Result<(), ServeError> {
+/// Serves runs until `shutdown` or end of input: reads kit lines from `input`, writes adapter
+/// lines to `output`. `protocol` is what `hello` says: with 1 the kit runs one scenario per
+/// process (the adapter itself behaves the same).
+pub fn serve(
+    input: impl BufRead,
+    mut output: impl Write,
+    mutant: Option<Mutation>,
+    protocol: u32,
+) -> Result<(), ServeError> {
     let mut adapter = Adapter {
         runtime: None,
         mutations: mutant.map(Mutations::with).unwrap_or_default(),
         output: &mut output,
     };
-    adapter.write(&AdapterMessage::Hello(hello(mutant)))?;
+    let mut said = hello(mutant);
+    said.protocol = protocol;
+    adapter.write(&AdapterMessage::Hello(said))?;
     adapter.output.flush()?;
     for (index, line) in input.lines().enumerate() {
         let line = line?;
@@ -94,7 +105,11 @@ pub fn serve(input: impl BufRead, mut output: impl Write, mutant: Option<Mutatio
         };
         match message {
             KitMessage::Shutdown {} => break,
-            KitMessage::Start { scenario } => adapter.start(&scenario)?,
+            KitMessage::Reset {} => adapter.runtime = None,
+            KitMessage::Start { scenario } => {
+                adapter.runtime = None;
+                adapter.start(&scenario)?
+            }
             other => adapter.handle(other)?,
         }
         adapter.write(&AdapterMessage::Idle {})?;
@@ -123,9 +138,6 @@ impl<W: Write> Adapter<'_, W> {
     }
 
     fn start(&mut self, scenario: &StartScenario) -> std::io::Result<()> {
-        if self.runtime.is_some() {
-            return self.error("serve.started_twice", "`start` was already received".into());
-        }
         let config = RuntimeConfig {
             active_leaf_id: scenario.config.active_leaf_id.clone(),
             system_prompt: scenario.config.system_prompt.clone(),

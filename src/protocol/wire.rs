@@ -26,8 +26,12 @@ use crate::runtime::{
 use crate::scenario::{default_disk_error, AppendFaultKind, Scenario};
 use crate::trace::Operation;
 
-/// The protocol version this kit speaks; `hello.protocol` must equal it.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The newest protocol version this kit speaks (what `agentsim serve` says in `hello`).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Every version the kit accepts in `hello`: version 1 runs one scenario per process; version 2
+/// adds `reset` (many scenarios on one process) and observer notifications.
+pub const PROTOCOL_VERSIONS: &[u32] = &[1, 2];
 
 /// The longest line either side may write, newline excluded.
 pub const LINE_BYTES_MAX: usize = 4 * 1024 * 1024;
@@ -61,7 +65,10 @@ pub enum KitMessage {
     Operation { op: u32, operation: WireOperation },
     /// The world's answer to (or, for a model chunk, progress on) effect `effect`.
     Complete { effect: u32, completion: WireCompletion },
-    /// The run is over: exit 0. (A struct variant so that unknown fields are rejected.)
+    /// Protocol 2: the run is over, another may follow on this process. The adapter discards
+    /// the runtime and every per-run counter, then writes `idle`.
+    Reset {},
+    /// The process is done: exit 0. (A struct variant so that unknown fields are rejected.)
     Shutdown {},
 }
 
@@ -451,7 +458,7 @@ pub enum LineError {
     UnknownType { type_name: String },
     #[error("unknown effect kind `{kind}`")]
     UnknownEffectKind { kind: String },
-    #[error("`hello` speaks protocol {got}; this kit speaks {PROTOCOL_VERSION}")]
+    #[error("`hello` speaks protocol {got}; this kit speaks 1 and 2")]
     Version { got: String },
     #[error("bad `{type_name}` message: {problem}")]
     Malformed { type_name: String, problem: String },
@@ -499,7 +506,10 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
     }
     if type_name == "hello" {
         let got = object.get("protocol").cloned().unwrap_or(Value::Null);
-        if got.as_u64() != Some(u64::from(PROTOCOL_VERSION)) {
+        if !got
+            .as_u64()
+            .is_some_and(|version| PROTOCOL_VERSIONS.iter().any(|known| u64::from(*known) == version))
+        {
             return Err(LineError::Version { got: got.to_string() });
         }
     }
@@ -842,7 +852,7 @@ pub fn effect_to_wire(effect: &Effect) -> AdapterMessage {
 /// The runtime input for a kit line; `None` for `start` and `shutdown`, which are not inputs.
 pub fn input_from_wire(message: KitMessage) -> Option<Input> {
     match message {
-        KitMessage::Start { .. } | KitMessage::Shutdown {} => None,
+        KitMessage::Start { .. } | KitMessage::Reset {} | KitMessage::Shutdown {} => None,
         KitMessage::Operation { op, operation } => {
             let op = OpId(op);
             Some(match operation {
@@ -1020,7 +1030,7 @@ mod tests {
             "wire.unknown_effect_kind"
         );
         assert_eq!(
-            code(r#"{"type":"hello","protocol":2,"implementation":{"name":"x","version":"1"}}"#),
+            code(r#"{"type":"hello","protocol":3,"implementation":{"name":"x","version":"1"}}"#),
             "wire.version"
         );
         assert_eq!(code(r#"{"type":"idle","extra":1}"#), "wire.malformed");

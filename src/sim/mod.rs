@@ -43,6 +43,11 @@ pub trait Subject {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure>;
     /// Delivers one input and appends every effect produced until the subject is quiescent.
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure>;
+    /// The run is over (its last input was delivered): an external subject checks that nothing
+    /// came after its last `idle` and resets or stops its adapter.
+    fn finish(&mut self) -> Result<(), SubjectFailure> {
+        Ok(())
+    }
     /// The in-process reference's mutation switches; `None` for any other subject. Only the
     /// reference can run in the networked world (`net`), where the runtime is a host's task.
     fn reference_mutations(&self) -> Option<crate::runtime::Mutations> {
@@ -107,10 +112,16 @@ pub enum SubjectFailure {
     UnknownEffect { message: String, stderr_tail: Vec<String> },
     #[error("the adapter wrote a line longer than {limit} bytes")]
     Oversize { limit: usize, stderr_tail: Vec<String> },
-    #[error("the adapter speaks protocol {got}; this kit speaks protocol 1")]
+    #[error("the adapter speaks protocol {got}; this kit speaks protocols 1 and 2")]
     Version { got: String, stderr_tail: Vec<String> },
     #[error("the adapter broke the protocol: {message}")]
     Malformed { message: String, stderr_tail: Vec<String> },
+    #[error("the implementation is not deterministic: two runs of the same scenario, schedule and seed differ at trace line {line:04}: {detail}")]
+    Nondeterministic {
+        line: usize,
+        /// Both runs' lines, each named by its run, and the first differing field.
+        detail: String,
+    },
     #[error("the implementation does not support `{operation}`: {reason}")]
     Unsupported { operation: String, reason: String },
 }
@@ -130,6 +141,7 @@ impl SubjectFailure {
             SubjectFailure::Oversize { .. } => "subject.oversize",
             SubjectFailure::Version { .. } => "subject.version",
             SubjectFailure::Malformed { .. } => "subject.malformed",
+            SubjectFailure::Nondeterministic { .. } => "subject.nondeterministic",
             SubjectFailure::Unsupported { .. } => "subject.unsupported",
         }
     }
@@ -147,7 +159,10 @@ impl SubjectFailure {
             | SubjectFailure::Oversize { stderr_tail, .. }
             | SubjectFailure::Version { stderr_tail, .. }
             | SubjectFailure::Malformed { stderr_tail, .. } => stderr_tail,
-            SubjectFailure::Protocol { .. } | SubjectFailure::Spawn { .. } | SubjectFailure::Unsupported { .. } => &[],
+            SubjectFailure::Protocol { .. }
+            | SubjectFailure::Spawn { .. }
+            | SubjectFailure::Nondeterministic { .. }
+            | SubjectFailure::Unsupported { .. } => &[],
         }
     }
 
@@ -338,6 +353,7 @@ pub fn simulate_with(
         }),
         Err(cause) => {
             sim.trace.push(Event::RestoreFailed { cause });
+            subject.finish()?;
             return Ok(sim.finish(choices_taken));
         }
     }
@@ -363,6 +379,7 @@ pub fn simulate_with(
         .map(|index| OpId(index as u32 + 1))
         .collect();
     sim.trace.push(Event::End { pending, undelivered });
+    subject.finish()?;
     Ok(sim.finish(choices_taken))
 }
 

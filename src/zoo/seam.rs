@@ -743,6 +743,10 @@ impl Subject for SeamSubject {
         Some(self.bug.name())
     }
 
+    fn finish(&mut self) -> Result<(), SubjectFailure> {
+        self.inner.finish()
+    }
+
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
         effects.append(&mut self.held);
         if self.rewrite_in_window(&input, effects).is_err() {

@@ -71,21 +71,14 @@ fn serve_traces_equal_in_process_traces_for_every_scenario() {
         (StrategyKind::Random, 1),
         (StrategyKind::Random, 2),
     ];
+    // One adapter process for every run (protocol 2): each `reset` must leave nothing behind.
+    let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
     for loaded in &corpus {
         if loaded.scenario.net.is_some() {
-            // The networked world runs the in-process reference only.
-            let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
-            let verdict = suite::run_case(loaded, StrategyKind::Scripted, 0, &mut external).verdict;
-            assert!(
-                matches!(verdict, suite::Verdict::NotApplicable { .. }),
-                "{}: {verdict:?}",
-                loaded.name
-            );
             continue;
         }
         for (strategy, seed) in strategies {
             let in_process = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
-            let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
             let over_wire = suite::run_case(loaded, strategy, seed, &mut external);
             let what = format!("{} under {} seed {seed}", loaded.name, strategy.spelling());
             let (Some(expected), Some(actual)) = (&in_process.outcome, &over_wire.outcome) else {
@@ -101,6 +94,119 @@ fn serve_traces_equal_in_process_traces_for_every_scenario() {
             assert_eq!(over_wire.violations, in_process.violations, "{what}: violations");
         }
     }
+    assert_eq!(external.processes_spawned(), 1, "protocol 2 reuses its one process");
+}
+
+/// Runs the corpus on the counted reference adapter; the report and how many processes ran.
+fn counted_run(jobs: &str, serve_args: &str, extra: &[&str]) -> (Outcome, usize) {
+    let folder = scratch(&format!("counted-{jobs}-{}", serve_args.replace(' ', "_")));
+    let pids = folder.join("pids");
+    let adapter = format!("tests/fixtures/adapters/counted.sh {BIN} {serve_args}");
+    let mut args = vec!["run", "--impl", &adapter, "--jobs", jobs, "scenarios/"];
+    args.extend_from_slice(extra);
+    let run = agentsim(&args, &[("AGENTSIM_FIXTURE_PIDS", pids.to_str().expect("utf-8 path"))]);
+    let count = read_pids(&pids).len();
+    let _ = std::fs::remove_dir_all(folder);
+    (run, count)
+}
+
+#[test]
+fn jobs_give_the_same_report_whatever_their_number() {
+    let (one, processes_one) = counted_run("1", "", &["--format", "json"]);
+    let (two, processes_two) = counted_run("2", "", &["--format", "json"]);
+    let (three, _) = counted_run("3", "", &["--format", "json", "--strategy", "random", "--seed", "7"]);
+    let (one_random, _) = counted_run("1", "", &["--format", "json", "--strategy", "random", "--seed", "7"]);
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    assert!(one.stdout == two.stdout, "--jobs 1 and --jobs 2 reports differ");
+    assert!(
+        three.stdout == one_random.stdout,
+        "--jobs 3 and --jobs 1 reports differ under random"
+    );
+    assert!(one.stdout.contains("\"status\": \"passed\""), "{}", one.stdout);
+    assert_eq!(processes_one, 1, "protocol 2 with one job: one process");
+    assert!((1..=2).contains(&processes_two), "two jobs: {processes_two} processes");
+}
+
+#[test]
+fn protocol_1_gets_one_process_per_scenario() {
+    let corpus = suite::load_corpus(&[root().join("scenarios")]).expect("the corpus loads");
+    let applicable = corpus.iter().filter(|loaded| loaded.scenario.net.is_none()).count();
+    let (v1, processes) = counted_run("2", "--protocol 1", &["--format", "json"]);
+    let (v2, _) = counted_run("2", "--protocol 2", &["--format", "json"]);
+    assert_eq!(v1.code, 0, "{}", v1.stderr);
+    // The replay commands name the adapter command, which differs in its last word.
+    assert!(
+        v1.stdout.replace("--protocol 1", "--protocol 2") == v2.stdout,
+        "protocol 1 and 2 reports differ:\n{}\n{}",
+        v1.stdout,
+        v2.stdout
+    );
+    assert_eq!(processes, applicable, "one process per applicable scenario");
+}
+
+#[test]
+fn check_determinism_passes_on_the_reference_adapter() {
+    let command = serve_command();
+    let run = agentsim(&["run", "--impl", &command, "--check-determinism", "scenarios/"], &[]);
+    assert_eq!(run.code, 0, "stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.ends_with(" passed, 0 failed\n"), "{}", run.stdout);
+}
+
+#[test]
+fn check_determinism_catches_a_wall_clock_leak() {
+    let adapter = format!("tests/fixtures/adapters/leaky-clock.sh {BIN}");
+    let walkthrough = "scenarios/wiring/walkthrough.json";
+    let run = agentsim(&["run", "--impl", &adapter, "--check-determinism", walkthrough], &[]);
+    let report = format!("stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 3, "{report}");
+    assert!(
+        run.stdout
+            .starts_with("BROKEN walkthrough: the implementation is not deterministic"),
+        "{report}"
+    );
+    assert!(run.stdout.contains("(subject.nondeterministic)"), "{report}");
+    // The first differing line, from both runs, and the field.
+    assert!(
+        run.stdout
+            .contains("differ at trace line 0003: fresh process `0003 fx#1"),
+        "{report}"
+    );
+    assert!(run.stdout.contains("/ reused process `0003 fx#1"), "{report}");
+    assert!(
+        run.stdout.contains("field system_prompt: \"[process started at "),
+        "{report}"
+    );
+    // Without the check, the same adapter is judged by the rules only.
+    let plain = agentsim(&["run", "--impl", &adapter, walkthrough], &[]);
+    assert!(!plain.stdout.contains("subject.nondeterministic"), "{}", plain.stdout);
+    let json = agentsim(
+        &[
+            "run",
+            "--impl",
+            &adapter,
+            "--check-determinism",
+            walkthrough,
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(
+        json.stdout.contains("\"code\": \"subject.nondeterministic\""),
+        "{}",
+        json.stdout
+    );
+}
+
+#[test]
+fn check_determinism_needs_an_implementation() {
+    let run = agentsim(&["run", "--check-determinism", "scenarios/wiring"], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--check-determinism judges an implementation"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -263,7 +369,7 @@ fn hostile_early_exit() {
 
 #[test]
 fn hostile_wrong_version() {
-    assert_broken("wrong-version.sh", "subject.version", &["speaks protocol 2"]);
+    assert_broken("wrong-version.sh", "subject.version", &["speaks protocol 3"]);
 }
 
 #[test]
