@@ -210,19 +210,38 @@ fn run_net_one(
     make_subject: SubjectFactory<'_>,
     summary: &mut ExploreSummary,
 ) {
+    let mut subject = make_subject();
     let options = crate::net::NetOptions {
         seed,
         seeded_faults: true,
-        mutations: make_subject().reference_mutations().unwrap_or_default(),
+        mutations: subject.reference_mutations().unwrap_or_default(),
         ..crate::net::NetOptions::default()
     };
     let replay = ReplaySpec {
         world: crate::replay::ReplayWorld::NetSeeded,
         mutant: options.mutations.name().map(str::to_string),
+        implementation: subject.implementation(),
         ..ReplaySpec::new(loaded.path.clone(), StrategyKind::Random, seed)
     }
     .command();
-    let outcome = match crate::net::run_net(&loaded.scenario, &options) {
+    let mut run_world = |options: &crate::net::NetOptions| match subject.as_external() {
+        Some(external) => crate::net::run_net_external(&loaded.scenario, options, external),
+        None => crate::net::run_net(&loaded.scenario, options),
+    };
+    let outcome = match run_world(&options) {
+        Ok(crate::net::NetRun {
+            failure: Some(SubjectFailure::Unsupported { .. }),
+            ..
+        }) => {
+            // Not applicable to this implementation: nothing to judge.
+            return;
+        }
+        Ok(crate::net::NetRun {
+            failure: Some(failure), ..
+        }) => {
+            summary.record(loaded, replay, Vec::new(), Some(failure));
+            return;
+        }
         Ok(run) => run.outcome,
         Err(error) => {
             let broken = SubjectFailure::Protocol {
@@ -235,8 +254,8 @@ fn run_net_one(
     let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
     summary.count_situations(loaded, &outcome);
     if check_determinism {
-        let same = crate::net::run_net(&loaded.scenario, &options)
-            .is_ok_and(|again| again.outcome.trace.render() == outcome.trace.render());
+        let same = run_world(&options)
+            .is_ok_and(|again| again.failure.is_none() && again.outcome.trace.render() == outcome.trace.render());
         if !same {
             violations.push(nondeterministic(
                 "the same seed, run again in the networked world, gave a different trace",

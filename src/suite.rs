@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
-use crate::net::NetOptions;
+use crate::net::{NetOptions, NetRun};
 use crate::replay::{ReplaySpec, ReplayWorld};
 use crate::scenario::{self, locate, LoadedScenario, ScenarioError};
 use crate::sim::{make_strategy, simulate_with, RunOutcome, StrategyKind, Subject, SubjectFailure};
@@ -216,19 +216,27 @@ pub fn run_case_with(
     let mut report = CaseReport::new(loaded, strategy, seed);
     report.mutant = subject.mutant_name().map(str::to_string);
     if loaded.scenario.net.is_some() {
-        let Some(mutations) = subject.reference_mutations() else {
+        let mutant = subject.mutant_name().map(str::to_string);
+        let mut report = if let Some(mutations) = subject.reference_mutations() {
+            let options = NetOptions {
+                seed,
+                mutations,
+                ..NetOptions::default()
+            };
+            run_case_net(loaded, strategy, &options)
+        } else if let Some(external) = subject.as_external() {
+            let options = NetOptions {
+                seed,
+                ..NetOptions::default()
+            };
+            run_case_net_on(loaded, strategy, &options, external)
+        } else {
             report.verdict = Verdict::NotApplicable {
-                reason: "the networked world (`net`) runs the in-process reference only".into(),
+                reason: "the networked world (`net`) runs the in-process reference or an implementation behind the adapter protocol, not a seam mutant".into(),
             };
             return report;
         };
-        let options = NetOptions {
-            seed,
-            mutations,
-            ..NetOptions::default()
-        };
-        let mut report = run_case_net(loaded, strategy, &options);
-        report.mutant = subject.mutant_name().map(str::to_string);
+        report.mutant = mutant;
         return report;
     }
     let canonical = strategy == StrategyKind::Scripted;
@@ -271,6 +279,26 @@ pub fn run_case_with(
 /// Runs one scenario in the networked world and judges it: every rule always; the scenario's
 /// own expectations too when no fault came from the seed and `strategy` is the canonical one.
 pub fn run_case_net(loaded: &LoadedScenario, strategy: StrategyKind, options: &NetOptions) -> CaseReport {
+    run_case_net_with(loaded, strategy, options, None)
+}
+
+/// [`run_case_net`] on an implementation behind the adapter protocol, lent to the world for
+/// the run (see `net::run_net_external`).
+pub fn run_case_net_on(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    options: &NetOptions,
+    external: &mut crate::protocol::ExternalSubject,
+) -> CaseReport {
+    run_case_net_with(loaded, strategy, options, Some(external))
+}
+
+fn run_case_net_with(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    options: &NetOptions,
+    external: Option<&mut crate::protocol::ExternalSubject>,
+) -> CaseReport {
     let mut report = CaseReport {
         net: Some(NetInfo {
             turmoil_seed: crate::net::turmoil_seed(options.seed),
@@ -283,7 +311,26 @@ pub fn run_case_net(loaded: &LoadedScenario, strategy: StrategyKind, options: &N
         mutant: options.mutations.name().map(str::to_string),
         ..CaseReport::new(loaded, strategy, options.seed)
     };
-    let outcome = match crate::net::run_net(&loaded.scenario, options) {
+    let run = match external {
+        Some(external) => crate::net::run_net_external(&loaded.scenario, options, external),
+        None => crate::net::run_net(&loaded.scenario, options),
+    };
+    let outcome = match run {
+        Ok(NetRun {
+            failure: Some(SubjectFailure::Unsupported { operation, reason }),
+            ..
+        }) => {
+            report.verdict = Verdict::NotApplicable {
+                reason: format!("`{operation}` is unsupported: {reason}"),
+            };
+            return report;
+        }
+        Ok(NetRun {
+            failure: Some(failure), ..
+        }) => {
+            report.verdict = Verdict::Broken(failure);
+            return report;
+        }
         Ok(run) => run.outcome,
         Err(error) => {
             report.verdict = Verdict::Broken(SubjectFailure::Protocol {

@@ -1,21 +1,22 @@
 #!/usr/bin/env node
 // agentsim adapter for real Pi (@mariozechner/pi-coding-agent, pinned 0.73.1).
 //
-// Speaks the agentsim adapter protocol, version 1 (docs/protocol.md), over stdin/stdout as JSON
-// lines and drives Pi's own AgentSession in process: a kit-owned model provider, kit-owned tools
-// made with defineTool, one inline extension per scenario extension, and the kit as the store
-// behind SessionManager._persist. README.md in this folder explains every mapping and every
-// deviation; this file is plain Node 20 ESM with no build step.
+// Speaks the agentsim adapter protocol, version 2 (docs/protocol.md and its v2 delta: many runs
+// per process, `reset`, observers) through the JavaScript adapter SDK (../sdk/js), and drives
+// Pi's own AgentSession in process: a kit-owned model provider, kit-owned tools made with
+// defineTool, one inline extension per scenario extension and per scenario observer, and the kit
+// as the store behind SessionManager._persist. README.md in this folder explains every mapping
+// and every deviation; this file is plain Node 20 ESM with no build step.
 //
-// Invariants:
-// - stdout carries protocol lines only, written synchronously (fs.writeSync) in the order things
-//   happen. Anything Pi itself writes to process.stdout goes to stderr (outside an output mode)
-//   or becomes a `write` effect (inside one). Diagnostics go to stderr.
-// - stdin is read synchronously (fs.readSync), never through process.stdin, so that Pi's
-//   synchronous store (SessionManager._persist, appendFileSync in a real session file) can wait
-//   for the kit's answer to an `append` exactly where Pi would wait for the disk.
+// The SDK owns the wire: framing, turn-taking, strict parsing, effect ids, quiescence, reset.
+// This file is the mapping, plus what Pi needs around it:
+// - Pi's store is synchronous (SessionManager._persist), so appends and the output sink's writes
+//   are `ctx.effectSync`: the SDK blocks on stdin until the kit answers, exactly where Pi would
+//   wait for the disk.
 // - Ids and times come from the scenario's rules: crypto.randomUUID (Pi's entry ids) and Date
-//   (Pi's timestamps) are replaced inside this process only.
+//   (Pi's timestamps) are replaced inside this process and read the current run's rules.
+// - One process serves many runs: Pi is imported once; `reset` discards everything of a run (see
+//   resetPi), so that the next run behaves byte for byte as in a fresh process.
 
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -23,6 +24,8 @@ import module from "node:module";
 import os from "node:os";
 import path from "node:path";
 import vm from "node:vm";
+
+import { causeError, causeOf, currentRun, log, runAdapter, setStdoutSink } from "../sdk/js/agentsim-adapter.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // Environment: before Pi is loaded. UTC so that Pi's "Current date" line does not depend on the
@@ -32,8 +35,37 @@ import vm from "node:vm";
 process.env.TZ = "UTC";
 process.env.PI_OFFLINE = "1";
 process.env.PI_SKIP_VERSION_CHECK = "1";
-const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "agentsim-pi-"));
+// A private folder per process (`--jobs N` runs N adapters side by side), named after the pid.
+// The kit kills an adapter's process group at the end of a broken run, so the exit handler below
+// does not always run: folders of adapters that are no longer alive are removed at startup.
+const WORK_PREFIX = "agentsim-pi-";
+function removeStaleWorkDirs() {
+    let names;
+    try {
+        names = fs.readdirSync(os.tmpdir());
+    } catch {
+        return;
+    }
+    for (const name of names) {
+        const pid = Number(/^agentsim-pi-(\d+)-/.exec(name)?.[1]);
+        if (!pid || pid === process.pid) continue;
+        try {
+            process.kill(pid, 0);
+            continue; // alive (or not ours to judge)
+        } catch (error) {
+            if (error.code !== "ESRCH") continue;
+        }
+        try {
+            fs.rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true });
+        } catch {
+            // another adapter got there first, or it is not ours
+        }
+    }
+}
+removeStaleWorkDirs();
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), `${WORK_PREFIX}${process.pid}-`));
 const agentDir = path.join(workDir, "agent");
+const sessionDir = path.join(workDir, "sessions");
 fs.mkdirSync(agentDir, { recursive: true });
 process.env.PI_CODING_AGENT_DIR = agentDir;
 process.on("exit", () => {
@@ -52,64 +84,19 @@ const API = "agentsim";
 const MODEL_ID = "scripted";
 
 // ---------------------------------------------------------------------------------------------
-// Diagnostics and wire output
+// Output that is not the protocol
 // ---------------------------------------------------------------------------------------------
 
-function log(...parts) {
-    const text = parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ");
-    writeAll(2, `[pi-adapter] ${text}\n`);
-}
-
-function writeAll(fd, text) {
-    const buffer = Buffer.from(text, "utf8");
-    let offset = 0;
-    while (offset < buffer.length) {
-        try {
-            offset += fs.writeSync(fd, buffer, offset, buffer.length - offset);
-        } catch (error) {
-            if (error.code === "EAGAIN") {
-                sleepMs(1);
-                continue;
-            }
-            throw error;
-        }
-    }
-}
-
-function send(message) {
-    writeAll(1, `${JSON.stringify(message)}\n`);
-}
-
-/** The adapter cannot go on: tell the kit (`error`), say why on stderr, exit non-zero. */
-function fail(message, code) {
-    log(`fatal: ${code}: ${message}`);
-    try {
-        send({ type: "error", code, message });
-    } finally {
-        process.exit(1);
-    }
-}
-
-const sleepCell = new Int32Array(new SharedArrayBuffer(4));
-function sleepMs(ms) {
-    Atomics.wait(sleepCell, 0, 0, ms);
-}
-
-// Pi (or a library under it) writing to process.stdout must never corrupt the protocol. Outside
-// an output mode it goes to stderr; while an output mode runs it is the mode's output sink (a
-// `write` effect). What Pi prints with console.error during a mode is kept for its rejection.
+// Pi (or a library under it) writing to process.stdout must never corrupt the protocol (the SDK
+// routes process.stdout.write through a sink). Outside an output mode it goes to stderr; while
+// an output mode runs it is the mode's output sink (a `write` effect). What Pi prints with
+// console.error during a mode is kept for its rejection.
 const outputModes = new Set();
-process.stdout.write = (chunk, encodingOrCallback, callback) => {
-    const done = typeof encodingOrCallback === "function" ? encodingOrCallback : callback;
-    const text = typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
-    if (outputModes.size > 0) {
-        writeToOutputSink(text);
-    } else {
-        writeAll(2, text);
-    }
-    if (done) queueMicrotask(() => done(null));
-    return true;
-};
+setStdoutSink((text) => {
+    const mode = [...outputModes].at(-1);
+    if (mode) writeToOutputSink(mode.ctx, text);
+    else fs.writeSync(2, text);
+});
 const realConsoleError = console.error.bind(console);
 console.error = (...parts) => {
     for (const mode of outputModes) mode.consoleErrors.push(parts.map(String).join(" "));
@@ -117,86 +104,29 @@ console.error = (...parts) => {
 };
 
 // ---------------------------------------------------------------------------------------------
-// stdin: synchronous line reader
+// Determinism: the `ids` and `clock` rules of the current run
 // ---------------------------------------------------------------------------------------------
 
-const LINE_BYTES_MAX = 4 * 1024 * 1024;
-const readState = { pending: [], pendingBytes: 0, lines: [] };
-
-function readLineSync() {
-    const chunk = Buffer.alloc(64 * 1024);
-    while (readState.lines.length === 0) {
-        let count;
-        try {
-            count = fs.readSync(0, chunk, 0, chunk.length, null);
-        } catch (error) {
-            if (error.code === "EAGAIN") {
-                sleepMs(1);
-                continue;
-            }
-            if (error.code === "EOF") {
-                count = 0;
-            } else {
-                throw error;
-            }
-        }
-        if (count === 0) {
-            // The kit closed stdin: the same as shutdown.
-            process.exit(0);
-        }
-        let start = 0;
-        for (let index = 0; index < count; index++) {
-            if (chunk[index] !== 0x0a) continue;
-            readState.pending.push(Buffer.from(chunk.subarray(start, index)));
-            readState.lines.push(Buffer.concat(readState.pending).toString("utf8"));
-            readState.pending = [];
-            readState.pendingBytes = 0;
-            start = index + 1;
-        }
-        if (start < count) {
-            readState.pending.push(Buffer.from(chunk.subarray(start, count)));
-            readState.pendingBytes += count - start;
-            if (readState.pendingBytes > LINE_BYTES_MAX) fail("an input line exceeds 4 MiB", "input.oversize");
-        }
-    }
-    return readState.lines.shift();
+// Readings outside a run (while Pi loads, between runs) follow the default rules from a counter
+// that every `start` rewinds, as in a fresh process; nothing of them reaches a run.
+const outsideRun = { ids: 0, clock: 0 };
+function nextId() {
+    const run = currentRun();
+    if (run) return run.ids.next();
+    return `entry-${1 + outsideRun.ids++}`;
 }
-
-function readMessageSync() {
-    for (;;) {
-        const line = readLineSync();
-        if (line.trim() === "") continue;
-        let message;
-        try {
-            message = JSON.parse(line);
-        } catch (error) {
-            fail(`an input line is not JSON (${error.message}): ${line.slice(0, 200)}`, "input.garbage");
-        }
-        if (message === null || typeof message !== "object" || typeof message.type !== "string") {
-            fail(`an input line has no "type": ${line.slice(0, 200)}`, "input.garbage");
-        }
-        return message;
-    }
+function readClock() {
+    const run = currentRun();
+    if (run) return run.clock.now();
+    return 1767225600000 + outsideRun.clock++ * 1000;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Determinism: the `ids` and `clock` rules
-// ---------------------------------------------------------------------------------------------
-
-const rules = {
-    ids: { prefix: "entry-", start: 1 },
-    clock: { startMs: 1767225600000, stepMs: 1000 },
-    idsIssued: 0,
-    clockReads: 0,
-};
 
 // Pi's generateId (session-manager.js) is `randomUUID().slice(0, 8)`, retried on collision. The
 // k-th call of randomUUID returns the k-th id of the rule; the returned string object keeps the
 // whole id through that `slice(0, 8)` (a rule id may be longer than eight characters).
 const realSlice = String.prototype.slice;
 crypto.randomUUID = function randomUUIDFromRule() {
-    const id = `${rules.ids.prefix}${rules.ids.start + rules.idsIssued}`;
-    rules.idsIssued += 1;
+    const id = nextId();
     const boxed = new String(id);
     boxed.slice = (start, end) => (start === 0 && end === 8 ? id : realSlice.call(id, start, end));
     return boxed;
@@ -205,11 +135,6 @@ module.syncBuiltinESMExports();
 
 // Date.now() and `new Date()` read the clock rule; every other use of Date is untouched.
 const RealDate = Date;
-function readClock() {
-    const value = rules.clock.startMs + rules.clockReads * rules.clock.stepMs;
-    rules.clockReads += 1;
-    return value;
-}
 function RuleDate(...args) {
     if (!new.target) return new RealDate(readClock()).toString();
     return args.length === 0 ? new RealDate(readClock()) : new RealDate(...args);
@@ -221,65 +146,35 @@ RuleDate.UTC = RealDate.UTC;
 globalThis.Date = RuleDate;
 
 // ---------------------------------------------------------------------------------------------
-// Effects the kit completes
+// Pi, loaded once per process (after `hello`: loading it takes about a second)
 // ---------------------------------------------------------------------------------------------
 
-const effects = { next: 1, pending: new Map() };
-/** Input lines read while Pi was blocked in a synchronous store call; handled once it returns. */
-const deferred = [];
+const piEntry = new URL(import.meta.resolve("@mariozechner/pi-coding-agent")); // .../dist/index.js
+const piPackage = JSON.parse(fs.readFileSync(new URL("../package.json", piEntry), "utf8"));
+let pi;
+let piAi;
 
-function emitEffect(effect, pending) {
-    const id = effects.next++;
-    send({ type: "effect", effect: { kind: effect.kind, id, ...effect } });
-    if (pending) effects.pending.set(id, pending);
-    return id;
+// ---------------------------------------------------------------------------------------------
+// The per-run state. Everything a run creates hangs off `runtime`, replaced at every `start`.
+// ---------------------------------------------------------------------------------------------
+
+function freshRuntime(ctx) {
+    return {
+        ctx,
+        scenario: ctx?.scenario ?? null,
+        sessionManager: null,
+        sessionPromise: null,
+        session: null,
+        /** The new messages of every agent run that ended (Agent `agent_end`), in order. */
+        runs: [],
+        restoreFailure: null,
+    };
 }
+let runtime = freshRuntime(null);
 
-const signals = { ids: new Map(), next: 1 };
-/** A small integer for each distinct AbortSignal object; `abort_signal` when it fires. */
-function signalId(signal) {
-    if (!signal) return 0;
-    let id = signals.ids.get(signal);
-    if (id !== undefined) return id;
-    id = signals.next++;
-    signals.ids.set(signal, id);
-    const fired = () => send({ type: "abort_signal", signal: id });
-    if (signal.aborted) queueMicrotask(fired);
-    else signal.addEventListener("abort", fired, { once: true });
-    return id;
-}
-
-/**
- * A synchronous store call (SessionManager._persist, a write of an output mode): the effect is
- * issued, the adapter reports `idle` (the process can do nothing but wait for this answer), and
- * reads the kit's lines until the answer comes. Other lines are kept and handled, in order, as
- * soon as Pi's event loop is quiescent again.
- */
-function completeSynchronously(effect) {
-    const id = emitEffect(effect, null);
-    for (;;) {
-        send({ type: "idle" });
-        const message = readMessageSync();
-        if (message.type === "shutdown") process.exit(0);
-        if (message.type === "complete" && message.effect === id) return message.completion;
-        if (message.type === "complete" && !effects.pending.has(message.effect)) {
-            fail(`fx#${message.effect} is not a pending effect`, "input.unknown_effect");
-        }
-        deferred.push(message);
-    }
-}
-
-function causeError(cause) {
-    const error = new Error(cause?.message ?? "store failure");
-    if (cause?.code !== undefined) error.code = cause.code;
-    return error;
-}
-
-function storeOutcome(completion, kind) {
-    if (completion?.kind !== kind) fail(`effect answered with ${completion?.kind}, expected ${kind}`, "input.wrong_completion");
-    if (completion.outcome?.kind === "ok") return;
-    if (completion.outcome?.kind === "failed") throw causeError(completion.outcome.cause);
-    fail(`unknown ${kind} outcome ${JSON.stringify(completion.outcome)}`, "input.malformed");
+function storeOutcome(completion) {
+    if (completion.outcome.kind === "ok") return;
+    throw causeError(completion.outcome.cause);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,16 +185,16 @@ function toolSpec(tool) {
     return { name: tool.name, description: tool.description ?? "", parameters: tool.parameters ?? {} };
 }
 
-function streamFromKit(_model, context, options) {
+function streamFromKit(ctx, _model, context, options) {
     const stream = piAi.createAssistantMessageEventStream();
     const request = {
         systemPrompt: context.systemPrompt === undefined ? null : context.systemPrompt,
         messages: context.messages,
         tools: (context.tools ?? []).map(toolSpec),
     };
-    emitEffect(
-        { kind: "model_request", signal: signalId(options?.signal), request },
-        { kind: "model", stream, started: false, textIndex: -1, partial: null },
+    const pending = { stream, started: false, textIndex: -1, partial: null };
+    ctx.effect("model_request", { signal: ctx.signalId(options?.signal), request }, { onChunk: (chunk) => pushChunk(pending, chunk) }).then(
+        (final) => pushFinal(pending, final),
     );
     return stream;
 }
@@ -324,27 +219,28 @@ function startStream(pending) {
     pending.stream.push({ type: "start", partial: structuredClone(pending.partial) });
 }
 
-function completeModel(pending, completion) {
-    const stream = pending.stream;
-    if (completion.kind === "model_chunk") {
-        startStream(pending);
-        if (pending.textIndex < 0) {
-            pending.textIndex = pending.partial.content.length;
-            pending.partial.content.push({ type: "text", text: "" });
-            stream.push({ type: "text_start", contentIndex: pending.textIndex, partial: structuredClone(pending.partial) });
-        }
-        pending.partial.content[pending.textIndex].text += completion.text;
-        stream.push({
-            type: "text_delta",
-            contentIndex: pending.textIndex,
-            delta: completion.text,
-            partial: structuredClone(pending.partial),
-        });
-        return false;
+/** `model_chunk`: the stream starts, a text block opens, the delta is pushed. */
+function pushChunk(pending, completion) {
+    startStream(pending);
+    if (pending.textIndex < 0) {
+        pending.textIndex = pending.partial.content.length;
+        pending.partial.content.push({ type: "text", text: "" });
+        pending.stream.push({ type: "text_start", contentIndex: pending.textIndex, partial: structuredClone(pending.partial) });
     }
-    if (completion.kind !== "model_final") fail(`model request answered with ${completion.kind}`, "input.wrong_completion");
-    // A pi-ai AssistantMessage has `role: "assistant"`; the kit (0.x) sends the message without
-    // it, and Pi records a message only by its role, so the adapter puts it back.
+    pending.partial.content[pending.textIndex].text += completion.text;
+    pending.stream.push({
+        type: "text_delta",
+        contentIndex: pending.textIndex,
+        delta: completion.text,
+        partial: structuredClone(pending.partial),
+    });
+}
+
+/** `model_final`: the text block closes, then `done` or `error` with the kit's message. */
+function pushFinal(pending, completion) {
+    const stream = pending.stream;
+    // A pi-ai AssistantMessage has `role: "assistant"`; kits before 0.2 sent the message without
+    // it, and Pi records a message only by its role, so the adapter makes sure it is there.
     const message = { role: "assistant", ...completion.message };
     startStream(pending);
     if (pending.textIndex >= 0) {
@@ -361,11 +257,10 @@ function completeModel(pending, completion) {
         stream.push({ type: "done", reason: message.stopReason, message });
     }
     stream.end(message);
-    return true;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Kit-owned tools (defineTool) and extensions (inline extension factories)
+// Kit-owned tools (defineTool), extensions and observers (inline extension factories)
 // ---------------------------------------------------------------------------------------------
 
 function textOf(content) {
@@ -375,192 +270,155 @@ function textOf(content) {
         .join("");
 }
 
-function kitTool(spec) {
+function kitTool(ctx, spec) {
     return pi.defineTool({
         name: spec.name,
         label: spec.name,
         description: spec.description ?? "",
         parameters: spec.parameters ?? { type: "object" },
-        execute: (toolCallId, params, signal) =>
-            new Promise((resolve, reject) => {
-                emitEffect(
-                    {
-                        kind: "tool_call",
-                        signal: signalId(signal),
-                        call: { id: toolCallId, name: spec.name, arguments: params },
-                    },
-                    { kind: "tool", resolve, reject },
-                );
-            }),
+        execute: async (toolCallId, params, signal) => {
+            const completion = await ctx.effect("tool_call", {
+                signal: ctx.signalId(signal),
+                call: { id: toolCallId, name: spec.name, arguments: params },
+            });
+            const outcome = completion.outcome;
+            switch (outcome.kind) {
+                case "ok":
+                    // A Pi tool reports an error result only by throwing; the error's message
+                    // becomes the result text (agent-loop.js createErrorToolResult).
+                    if (outcome.isError) throw new Error(textOf(outcome.content));
+                    return { content: outcome.content, details: outcome.details };
+                case "threw":
+                    throw new Error(outcome.message);
+                default:
+                    // `aborted`: what Pi's own tools throw when their signal fires (tools/edit.js, ...).
+                    throw new Error("Operation aborted");
+            }
+        },
     });
 }
 
-function completeTool(pending, completion) {
-    if (completion.kind !== "tool") fail(`tool call answered with ${completion.kind}`, "input.wrong_completion");
-    const outcome = completion.outcome;
-    switch (outcome?.kind) {
-        case "ok":
-            // A Pi tool reports an error result only by throwing; the error's message becomes
-            // the result text (agent-loop.js createErrorToolResult).
-            if (outcome.isError) pending.reject(new Error(textOf(outcome.content)));
-            else pending.resolve({ content: outcome.content, details: outcome.details });
-            return;
-        case "threw":
-            pending.reject(new Error(outcome.message));
-            return;
-        case "aborted":
-            // What Pi's own tools do when their signal fires (tools/edit.js, find.js, ...).
-            pending.reject(new Error("Operation aborted"));
-            return;
-        default:
-            fail(`unknown tool outcome ${JSON.stringify(outcome)}`, "input.malformed");
-    }
-}
-
-function kitExtension(name) {
+function kitExtension(ctx, name) {
     return (extensionApi) => {
-        extensionApi.on("tool_call", (event) =>
-            new Promise((resolve, reject) => {
-                emitEffect(
-                    {
-                        kind: "hook",
-                        extension: name,
-                        phase: "before",
-                        call: { id: event.toolCallId, name: event.toolName, arguments: event.input },
-                        result: null,
-                    },
-                    { kind: "hook", phase: "before", event, resolve, reject },
-                );
-            }),
-        );
-        extensionApi.on("tool_result", (event) =>
-            new Promise((resolve, reject) => {
-                emitEffect(
-                    {
-                        kind: "hook",
-                        extension: name,
-                        phase: "after",
-                        call: { id: event.toolCallId, name: event.toolName, arguments: event.input },
-                        // Pi's tool_result event carries no message timestamp.
-                        result: {
-                            role: "toolResult",
-                            toolCallId: event.toolCallId,
-                            toolName: event.toolName,
-                            content: event.content,
-                            details: event.details,
-                            isError: event.isError,
-                            timestamp: 0,
-                        },
-                    },
-                    { kind: "hook", phase: "after", event, resolve, reject },
-                );
-            }),
-        );
+        extensionApi.on("tool_call", async (event) => {
+            const completion = await ctx.effect("hook", {
+                extension: name,
+                phase: "before",
+                call: { id: event.toolCallId, name: event.toolName, arguments: event.input },
+                result: null,
+            });
+            return hookAnswer(event, completion.answer);
+        });
+        extensionApi.on("tool_result", async (event) => {
+            const completion = await ctx.effect("hook", {
+                extension: name,
+                phase: "after",
+                call: { id: event.toolCallId, name: event.toolName, arguments: event.input },
+                // Pi's tool_result event carries no message timestamp.
+                result: {
+                    role: "toolResult",
+                    toolCallId: event.toolCallId,
+                    toolName: event.toolName,
+                    content: event.content,
+                    details: event.details,
+                    isError: event.isError,
+                    timestamp: 0,
+                },
+            });
+            return hookAnswer(event, completion.answer);
+        });
     };
 }
 
-function completeHook(pending, completion) {
-    if (completion.kind !== "hook") fail(`hook answered with ${completion.kind}`, "input.wrong_completion");
-    const answer = completion.answer;
-    switch (answer?.kind) {
-        case "allow":
-        case "observe":
-            pending.resolve(undefined);
-            return;
+function hookAnswer(event, answer) {
+    switch (answer.kind) {
         case "deny":
-            pending.resolve({ block: true, reason: answer.reason });
-            return;
+            return { block: true, reason: answer.reason };
         case "rewrite_arguments": {
             // Pi's documented way: mutate event.input in place (extensions/types.d.ts).
-            const input = pending.event.input;
+            const input = event.input;
             for (const key of Object.keys(input)) delete input[key];
             Object.assign(input, structuredClone(answer.arguments));
-            pending.resolve(undefined);
-            return;
+            return undefined;
         }
         case "rewrite_result":
-            pending.resolve({ content: answer.content, isError: answer.isError });
-            return;
+            return { content: answer.content, isError: answer.isError };
         case "threw":
-            pending.reject(new Error(answer.message));
-            return;
+            throw new Error(answer.message);
         default:
-            fail(`unknown hook answer ${JSON.stringify(answer)}`, "input.malformed");
+            // `allow`, `observe`
+            return undefined;
     }
 }
 
-function handleComplete(message) {
-    const pending = effects.pending.get(message.effect);
-    if (!pending) fail(`fx#${message.effect} is not a pending effect`, "input.unknown_effect");
-    const completion = message.completion;
-    if (pending.kind === "model") {
-        if (completeModel(pending, completion)) effects.pending.delete(message.effect);
-        return;
-    }
-    effects.pending.delete(message.effect);
-    if (pending.kind === "tool") completeTool(pending, completion);
-    else if (pending.kind === "hook") completeHook(pending, completion);
-    else fail(`fx#${message.effect} cannot be completed now`, "input.unknown_effect");
+/** The fields of each observed event, as the protocol's `notify` carries them. */
+const OBSERVED_FIELDS = {
+    message_end: ["type", "message"],
+    turn_end: ["type", "message", "toolResults"],
+    agent_end: ["type", "messages"],
+};
+
+/**
+ * An observer: an extension whose handler for each listed event issues a `notify` effect and
+ * waits for the kit; `threw` makes the handler throw (Pi contains it: ExtensionRunner reports
+ * it through emitError and goes on).
+ */
+function kitObserver(ctx, observer) {
+    return (extensionApi) => {
+        for (const eventName of observer.events) {
+            extensionApi.on(eventName, async (event) => {
+                const fields = OBSERVED_FIELDS[eventName] ?? Object.keys(event);
+                const observed = Object.fromEntries(fields.filter((key) => key in event).map((key) => [key, event[key]]));
+                const completion = await ctx.effect("notify", { observer: observer.name, event: observed });
+                if (completion.outcome.kind === "threw") throw new Error(completion.outcome.message);
+                return undefined;
+            });
+        }
+    };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Restore and the AgentSession
 // ---------------------------------------------------------------------------------------------
 
-const runtime = {
-    scenario: null,
-    sessionManager: null,
-    sessionPromise: null,
-    session: null,
-    /** The new messages of every agent run that ended (Agent `agent_end`), in order. */
-    runs: [],
-    restoreFailure: null,
-};
-
 /** Pi walks parentId links without a visited set; on a parent cycle it never returns. */
-function withinTimeLimit(what, fn) {
+function withinTimeLimit(ctx, what, fn) {
     try {
         return vm.runInContext("fn()", vm.createContext({ fn }), { timeout: 2000 });
     } catch (error) {
         if (error?.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
-            fail(
+            ctx.fail(
+                "pi.hang",
                 `${what} did not return within 2000 ms: Pi walks the parentId chain without cycle ` +
                     "detection, so a parent cycle on the chosen chain hangs it (the adapter stops it here instead " +
                     "of letting the kit's step timeout fire)",
-                "pi.hang",
             );
         }
         throw error;
     }
 }
 
-function handleStart(scenario) {
-    if (runtime.scenario) fail("start received twice", "input.out_of_turn");
-    runtime.scenario = scenario;
-    const config = scenario.config ?? {};
-    const ids = scenario.ids ?? config.ids;
-    const clock = scenario.clock ?? config.clock;
-    if (ids) rules.ids = { prefix: String(ids.prefix ?? ""), start: Number(ids.start ?? 0) };
-    if (clock) rules.clock = { startMs: Number(clock.startMs), stepMs: Number(clock.stepMs) };
-    rules.idsIssued = 0;
-    rules.clockReads = 0;
+function startPi(scenario, ctx) {
+    runtime = freshRuntime(ctx);
+    outsideRun.ids = 0;
+    outsideRun.clock = 0;
+    const config = scenario.config;
 
     // Pi's own restore path: a session file (header + entries) opened by SessionManager.open,
     // then branch(leaf). The header is the adapter's, with fixed values (no clock reading).
-    const session = scenario.session ?? [];
+    const session = scenario.session;
     const header = {
         type: "session",
         version: pi.CURRENT_SESSION_VERSION,
         id: "agentsim-session",
-        timestamp: new RealDate(rules.clock.startMs).toISOString(),
+        timestamp: new RealDate(ctx.clock.rule.startMs).toISOString(),
         cwd: PI_CWD,
     };
-    const sessionDir = path.join(workDir, "sessions");
     fs.mkdirSync(sessionDir, { recursive: true });
     const file = path.join(sessionDir, "session.jsonl");
     fs.writeFileSync(file, [header, ...session].map((entry) => JSON.stringify(entry)).join("\n") + "\n");
     const sessionManager = pi.SessionManager.open(file, sessionDir, PI_CWD);
-    const leaf = config.activeLeafId ?? null;
+    const leaf = config.activeLeafId;
     if (leaf !== null) {
         try {
             sessionManager.branch(leaf);
@@ -568,25 +426,25 @@ function handleStart(scenario) {
             // Pi's one restore diagnostic: branch() throws "Entry <id> not found".
             const code = session.length === 0 ? "restore.unknown_leaf" : "path.unknown_leaf";
             runtime.restoreFailure = { code, message: error.message };
-            send({ type: "restore_failed", cause: runtime.restoreFailure });
-            return;
+            return { restoreFailed: runtime.restoreFailure };
         }
     }
     // With a null leaf Pi keeps the leaf its index chose: the physically last entry.
-    // The kit is the store from here on: every entry Pi hands to storage becomes an `append`.
+    // The kit is the store from here on: every entry Pi hands to storage becomes an `append`,
+    // answered before _persist returns (Pi's store is synchronous).
     sessionManager._persist = function persistThroughKit(entry) {
         try {
-            storeOutcome(completeSynchronously({ kind: "append", entry }), "append");
+            storeOutcome(ctx.effectSync("append", { entry }));
         } catch (error) {
-            log(`append of ${entry.id} failed; SessionManager._persist throws ${error.code}: ${error.message} into Pi`);
+            if (ctx.live) log(`append of ${entry.id} failed; SessionManager._persist throws ${error.code}: ${error.message} into Pi`);
             throw error;
         }
     };
     runtime.sessionManager = sessionManager;
-    const restored = withinTimeLimit(`SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`, () =>
+    const restored = withinTimeLimit(ctx, `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`, () =>
         sessionManager.buildSessionContext(),
     );
-    send({ type: "started", leaf: sessionManager.getLeafId() ?? null, messages: restored.messages.length });
+    return { leaf: sessionManager.getLeafId() ?? null, messages: restored.messages.length };
 }
 
 /**
@@ -597,7 +455,7 @@ function handleStart(scenario) {
  */
 function ensureSession() {
     if (!runtime.sessionPromise) {
-        runtime.sessionPromise = createSession();
+        runtime.sessionPromise = createSession(runtime);
         return runtime.sessionPromise;
     }
     // If createAgentSession threw (an append it made failed), there is no AgentSession: the
@@ -611,10 +469,10 @@ function ensureSession() {
     });
 }
 
-async function createSession() {
-    const scenario = runtime.scenario;
-    const config = scenario.config ?? {};
-    const resources = scenario.resources ?? {};
+async function createSession(state) {
+    const { ctx, scenario } = state;
+    const config = scenario.config;
+    const resources = scenario.resources;
 
     const authStorage = pi.AuthStorage.inMemory();
     authStorage.setRuntimeApiKey(PROVIDER, "agentsim");
@@ -623,7 +481,7 @@ async function createSession() {
         api: API,
         baseUrl: "http://agentsim.invalid",
         apiKey: "agentsim",
-        streamSimple: streamFromKit,
+        streamSimple: (model, context, options) => streamFromKit(ctx, model, context, options),
         models: [
             {
                 id: MODEL_ID,
@@ -631,13 +489,13 @@ async function createSession() {
                 reasoning: false,
                 input: ["text", "image"],
                 cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-                contextWindow: config.context?.total ?? 100000,
+                contextWindow: config.context.total,
                 maxTokens: 16384,
             },
         ],
     });
     const model = modelRegistry.find(PROVIDER, MODEL_ID);
-    if (!model) fail("the agentsim model was not registered", "adapter.setup");
+    if (!model) ctx.fail("adapter.setup", "the agentsim model was not registered");
 
     const settingsManager = pi.SettingsManager.inMemory({ compaction: { enabled: false }, retry: { enabled: false } });
     const skillRoot = path.posix.join(PI_CWD, ".pi", "skills");
@@ -666,13 +524,15 @@ async function createSession() {
             })),
             diagnostics: [],
         }),
-        extensionFactories: (scenario.extensions ?? []).map((extension) =>
-            kitExtension(typeof extension === "string" ? extension : extension.name),
-        ),
+        // The scenario's extensions in order, then one extension per observer.
+        extensionFactories: [
+            ...scenario.extensions.map((name) => kitExtension(ctx, name)),
+            ...ctx.observers.map((observer) => kitObserver(ctx, observer)),
+        ],
     });
     await resourceLoader.reload();
 
-    const tools = (scenario.tools ?? []).map(kitTool);
+    const tools = scenario.tools.map((spec) => kitTool(ctx, spec));
     const { session } = await pi.createAgentSession({
         cwd: PI_CWD,
         agentDir,
@@ -680,15 +540,15 @@ async function createSession() {
         authStorage,
         modelRegistry,
         settingsManager,
-        sessionManager: runtime.sessionManager,
+        sessionManager: state.sessionManager,
         resourceLoader,
         customTools: tools,
         tools: tools.map((tool) => tool.name),
     });
     session.agent.subscribe((event) => {
-        if (event.type === "agent_end") runtime.runs.push(event.messages);
+        if (event.type === "agent_end") state.runs.push(event.messages);
     });
-    runtime.session = session;
+    state.session = session;
     return session;
 }
 
@@ -712,28 +572,23 @@ function runValue(session, runMessages) {
     };
 }
 
-function causeOf(error) {
-    if (error && typeof error === "object" && "message" in error) {
-        return { code: String(error.code ?? error.name ?? "Error"), message: String(error.message) };
-    }
-    return { code: "Error", message: String(error) };
-}
-
 async function prompt(text) {
+    const state = runtime;
     const session = await ensureSession();
-    const runsBefore = runtime.runs.length;
+    const runsBefore = state.runs.length;
     await session.prompt(text);
-    return runValue(session, runtime.runs.slice(runsBefore).at(-1));
+    return runValue(session, state.runs.slice(runsBefore).at(-1));
 }
 
 /** The output sink of the modes: one `write` effect per write, answered synchronously. */
-function writeToOutputSink(text) {
+function writeToOutputSink(ctx, text) {
     // flushRawStdout() writes "" to wait for the stream; that is not output.
     if (text === "") return;
-    storeOutcome(completeSynchronously({ kind: "write", text }), "write");
+    storeOutcome(ctx.effectSync("write", { text }));
 }
 
 async function runMode(mode, text) {
+    const state = runtime;
     const session = await ensureSession();
     if (mode === "interactive") {
         // Pi's interactive mode is the terminal UI (InteractiveMode): it needs a TTY and a human.
@@ -750,16 +605,16 @@ async function runMode(mode, text) {
         // AgentSessionRuntime.dispose(): print mode is single-shot and ends the runtime.
         dispose: async () => session.dispose(),
     };
-    const outputMode = { consoleErrors: [] };
+    const outputMode = { ctx: state.ctx, consoleErrors: [] };
     outputModes.add(outputMode);
-    const runsBefore = runtime.runs.length;
+    const runsBefore = state.runs.length;
     let exitCode;
     try {
         exitCode = await pi.runPrintMode(host, { mode: printMode, initialMessage: text });
     } finally {
         outputModes.delete(outputMode);
     }
-    if (exitCode === 0) return runValue(session, runtime.runs.slice(runsBefore).at(-1));
+    if (exitCode === 0) return runValue(session, state.runs.slice(runsBefore).at(-1));
     const error = new Error(outputMode.consoleErrors.join("\n") || `runPrintMode returned exit code ${exitCode}`);
     error.code = `exitCode.${exitCode}`;
     throw error;
@@ -788,97 +643,77 @@ async function runOperation(operation) {
             return { kind: "unit" };
         case "mode":
             return runMode(operation.mode, operation.text);
-        case "library": {
+        default: {
+            // `library` (declared unsupported: the kit never sends it).
             const error = new Error("Pi has no library adapter ({reason, text}) of its own");
             error.code = "adapter.unsupported";
             throw error;
         }
-        default:
-            fail(`unknown operation ${JSON.stringify(operation.op)}`, "input.malformed");
     }
-}
-
-function handleOperation(message) {
-    const op = message.op;
-    runOperation(message.operation).then(
-        (value) => send({ type: "settled", op, settlement: { status: "resolved", value } }),
-        (error) => send({ type: "settled", op, settlement: { status: "rejected", cause: causeOf(error) } }),
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
-// The loop: one input, run to quiescence, one idle
+// Reset: everything a run left in this process goes, so that the next run starts as in a fresh one
 // ---------------------------------------------------------------------------------------------
 
-const BUSY_RESOURCES = new Set(["Timeout", "Immediate", "FSReqCallback", "FSReqPromise", "FileHandleCloseReq", "GetAddrInfoReqWrap", "StatWatcher"]);
-
-/** Runs until Pi's event loop has no runnable work: only effects the kit has not completed. */
-async function drain() {
-    let quietRounds = 0;
-    let timerWaits = 0;
-    while (quietRounds < 4) {
-        await new Promise((resolve) => setImmediate(resolve));
-        const busy = process.getActiveResourcesInfo().filter((name) => BUSY_RESOURCES.has(name) && name !== "Immediate");
-        if (busy.length > 0 && timerWaits < 2000) {
-            timerWaits += 1;
-            quietRounds = 0;
-            await new Promise((resolve) => setTimeout(resolve, 1));
-            continue;
-        }
-        quietRounds += 1;
-    }
+/** The SIGTERM/SIGHUP listeners present before any run (runPrintMode adds its own per mode). */
+const baselineSignalListeners = {};
+function recordSignalListeners() {
+    for (const signal of ["SIGTERM", "SIGHUP"]) baselineSignalListeners[signal] = new Set(process.listeners(signal));
 }
 
-async function dispatch(message) {
-    switch (message.type) {
-        case "start":
-            if (runtime.scenario) fail("start received twice", "input.out_of_turn");
-            handleStart(message.scenario ?? {});
-            return;
-        case "operation":
-            if (!runtime.scenario) fail("operation before start", "input.out_of_turn");
-            handleOperation(message);
-            return;
-        case "complete":
-            handleComplete(message);
-            return;
-        case "shutdown":
-            process.exit(0);
-            return;
-        default:
-            fail(`unknown message type ${JSON.stringify(message.type)}`, "input.unknown_type");
+function resetPi() {
+    const state = runtime;
+    runtime = freshRuntime(null);
+    // The AgentSession: disconnect it from its agent and listeners, invalidate its extensions
+    // (dispose() appends nothing). A discarded run's promises never settle; it stays inert.
+    try {
+        state.session?.dispose();
+    } catch (error) {
+        log("reset: AgentSession.dispose() threw:", error);
     }
+    // An output mode the kit abandoned mid-write: its sink and its console.error capture.
+    outputModes.clear();
+    // runPrintMode registers SIGTERM/SIGHUP handlers and removes them only when it returns; an
+    // abandoned mode leaves them behind (they would dispose a dead session and exit the process).
+    for (const [signal, baseline] of Object.entries(baselineSignalListeners)) {
+        for (const listener of process.listeners(signal)) if (!baseline.has(listener)) process.off(signal, listener);
+    }
+    // pi-ai's process-wide API registry holds the run's stream function (ModelRegistry.registerProvider
+    // puts it there under `provider:agentsim`); the next run registers its own.
+    piAi.unregisterApiProviders?.(`provider:${PROVIDER}`);
+    // The session file of the run and anything Pi wrote next to it; the agent dir back to empty.
+    fs.rmSync(sessionDir, { recursive: true, force: true });
+    fs.rmSync(agentDir, { recursive: true, force: true });
+    fs.mkdirSync(agentDir, { recursive: true });
+    // Readings outside a run start over, as in a fresh process.
+    outsideRun.ids = 0;
+    outsideRun.clock = 0;
 }
 
-// `hello` goes out before Pi is loaded (loading it takes about a second, more on a busy
-// machine), so the kit's first wait is short; the version comes from Pi's package.json.
-const piEntry = new URL(import.meta.resolve("@mariozechner/pi-coding-agent")); // .../dist/index.js
-const piPackage = JSON.parse(fs.readFileSync(new URL("../package.json", piEntry), "utf8"));
-send({
-    type: "hello",
-    protocol: 1,
-    implementation: { name: "pi", version: piPackage.version },
-    features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks"],
-    unsupported: {
-        library: "Pi has no library adapter returning {reason, text}; its SDK is AgentSession itself",
+// ---------------------------------------------------------------------------------------------
+// The adapter
+// ---------------------------------------------------------------------------------------------
+
+await runAdapter({
+    name: "pi-adapter",
+    hello: {
+        implementation: { name: "pi", version: piPackage.version },
+        features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers"],
+        unsupported: {
+            library: "Pi has no library adapter returning {reason, text}; its SDK is AgentSession itself",
+        },
     },
+    async init() {
+        pi = await import("@mariozechner/pi-coding-agent");
+        piAi = await import("@mariozechner/pi-ai");
+        if (pi.VERSION !== piPackage.version) {
+            log(`fatal: adapter.setup: Pi reports version ${pi.VERSION}, its package.json ${piPackage.version}`);
+            process.exit(1);
+        }
+        recordSignalListeners();
+    },
+    start: startPi,
+    operation: (_op, operation) => runOperation(operation),
+    reset: resetPi,
 });
-const pi = await import("@mariozechner/pi-coding-agent");
-const piAi = await import("@mariozechner/pi-ai");
-if (pi.VERSION !== piPackage.version) fail(`Pi reports version ${pi.VERSION}, its package.json ${piPackage.version}`, "adapter.setup");
-
-process.on("unhandledRejection", (reason) => {
-    log("unhandled rejection inside Pi:", reason instanceof Error ? reason.stack : String(reason));
-});
-
-
-for (;;) {
-    const message = readMessageSync();
-    await dispatch(message);
-    await drain();
-    while (deferred.length > 0) {
-        await dispatch(deferred.shift());
-        await drain();
-    }
-    send({ type: "idle" });
-}

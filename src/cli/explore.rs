@@ -149,11 +149,8 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         coverage: args.coverage,
     };
     let mutant = args.mutant;
-    if args.world == WorldKind::Net
-        && (args.implementation.is_some()
-            || matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided))
-    {
-        eprintln!("agentsim: --world net runs the in-process reference by seed (no --impl, no exhaustive)");
+    if args.world == WorldKind::Net && matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided) {
+        eprintln!("agentsim: --world net explores by seed (random or pct), not exhaustive or guided");
         return EXIT_BAD_INPUT;
     }
     if args.implementation.is_some() && matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided)
@@ -177,7 +174,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     let step_timeout = Duration::from_millis(args.step_timeout_ms);
     let factory = move || -> Box<dyn Subject> {
         match (&implementation, mutant) {
-            (Some(command), _) => Box::new(ExternalSubject::new(command.clone(), step_timeout)),
+            (Some(command), _) => Box::new(PooledAdapter::take(command, step_timeout)),
             (None, Some(mutant)) => mutant.subject(),
             (None, None) => Box::new(ReferenceSubject::new()),
         }
@@ -496,4 +493,69 @@ fn shrink_failures(
         println!("       replay: {}", replay.command());
     }
     Ok(())
+}
+
+thread_local! {
+    /// The adapter subjects of this worker thread, between runs: a protocol-2 adapter process
+    /// serves every run the thread makes. Dropped (their processes shut down) with the thread.
+    static ADAPTERS: std::cell::RefCell<Vec<ExternalSubject>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An [`ExternalSubject`] borrowed from the thread's pool for one run and put back when
+/// dropped, so that exploration does not start an adapter process per schedule.
+struct PooledAdapter(Option<ExternalSubject>);
+
+impl PooledAdapter {
+    fn take(command: &str, step_timeout: Duration) -> PooledAdapter {
+        let pooled = ADAPTERS.with(|pool| {
+            let mut pool = pool.borrow_mut();
+            let index = pool.iter().position(|subject| subject.command() == command);
+            index.map(|index| pool.swap_remove(index))
+        });
+        PooledAdapter(Some(
+            pooled.unwrap_or_else(|| ExternalSubject::new(command.to_string(), step_timeout)),
+        ))
+    }
+
+    fn subject(&mut self) -> &mut ExternalSubject {
+        self.0.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledAdapter {
+    fn drop(&mut self) {
+        if let Some(subject) = self.0.take() {
+            // During thread teardown the pool may be gone: then the subject just shuts down.
+            let _ = ADAPTERS.try_with(|pool| pool.borrow_mut().push(subject));
+        }
+    }
+}
+
+impl Subject for PooledAdapter {
+    fn start(
+        &mut self,
+        scenario: &crate::scenario::Scenario,
+    ) -> Result<Result<crate::sim::Restored, crate::runtime::Cause>, crate::sim::SubjectFailure> {
+        self.subject().start(scenario)
+    }
+
+    fn deliver(
+        &mut self,
+        input: crate::runtime::Input,
+        effects: &mut Vec<crate::runtime::Effect>,
+    ) -> Result<(), crate::sim::SubjectFailure> {
+        self.subject().deliver(input, effects)
+    }
+
+    fn finish(&mut self) -> Result<(), crate::sim::SubjectFailure> {
+        self.subject().finish()
+    }
+
+    fn as_external(&mut self) -> Option<&mut ExternalSubject> {
+        Some(self.subject())
+    }
+
+    fn implementation(&self) -> Option<(String, u64)> {
+        self.0.as_ref().and_then(Subject::implementation)
+    }
 }

@@ -374,8 +374,8 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         eprintln!("agentsim: {}: no scenario file", file.display());
         return EXIT_BAD_INPUT;
     };
-    if world == WorldKind::Net && (implementation.is_some() || choices.is_some()) {
-        eprintln!("agentsim: --world net replays the in-process reference by seed; drop --impl and --choices");
+    if world == WorldKind::Net && choices.is_some() {
+        eprintln!("agentsim: --world net replays by seed; drop --choices");
         return EXIT_BAD_INPUT;
     }
     if crash.is_some() && (implementation.is_some() || choices.is_some() || world == WorldKind::Net) {
@@ -422,6 +422,17 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         Some(_) if choices.is_some() => {
             eprintln!("agentsim: --choices replays the in-process reference only");
             return EXIT_BAD_INPUT;
+        }
+        Some((command, step_timeout)) if world == WorldKind::Net => {
+            let mut external = crate::protocol::ExternalSubject::new(command.clone(), step_timeout);
+            let options = NetOptions {
+                seed,
+                seeded_faults: true,
+                ..NetOptions::default()
+            };
+            let mut case = suite::run_case_net_on(loaded, strategy, &options, &mut external);
+            case.implementation = Some((command, step_timeout.as_millis() as u64));
+            case
         }
         Some((command, step_timeout)) => external::replay_case(loaded, strategy, seed, &command, step_timeout),
         None => match &choices {

@@ -24,7 +24,7 @@ use crate::runtime::{Cause, HookOutcome, HookPhase, ModelRequest, Mutations, Run
 use crate::scenario::{default_disk_error, AppendFaultKind, NetPlan, Scenario, ToolStep};
 use crate::shell::{
     AbortSignal, AppendFailure, Applied, ChunkSink, LocalFuture, ModelService, Observer, OutputService, Services,
-    Shell, StoreService, ToolService,
+    Shell, StoreService, SubjectCore, ToolService,
 };
 use crate::sim::fakes::{model_reply, Scripts, FAKE_API, FAKE_MODEL, FAKE_PROVIDER};
 use crate::sim::reference::runtime_parts;
@@ -491,29 +491,69 @@ impl Observer for Recorder {
     }
 }
 
+/// What runs on the runtime host: the reference in process (with its mutation switches), or
+/// an implementation in another process behind the adapter protocol.
+pub(crate) enum RuntimeUnderTest {
+    Reference(Mutations),
+    /// The subject, and where a failure to drive it is kept for the verdict.
+    Subject(SharedSubject, Rc<RefCell<Option<crate::sim::SubjectFailure>>>),
+}
+
+/// A subject the networked world borrows for one run.
+pub(crate) type SharedSubject = Rc<RefCell<dyn crate::sim::Subject>>;
+
 /// Restores the runtime, delivers the operations (each once its `after` holds, concurrently
 /// with the work before it), waits for them to settle or for the world to go idle.
 pub(crate) async fn runtime_client(
     shared: Shared,
     scenario: Rc<Scenario>,
     plan: Rc<NetPlan>,
-    mutations: Mutations,
+    under_test: RuntimeUnderTest,
 ) -> HostResult {
-    let (config, deps) = runtime_parts(&scenario, mutations);
-    let runtime = match Runtime::restore(config, deps, &scenario.session) {
-        Ok(mut runtime) => {
-            let messages = runtime.control().state().messages.len();
-            shared.borrow_mut().push(Event::Restored {
-                leaf: runtime.leaf().map(str::to_string),
-                messages,
-            });
-            runtime
+    enum Started {
+        Reference(Box<Runtime>),
+        Subject(SubjectCore<dyn crate::sim::Subject>),
+    }
+    let started = match under_test {
+        RuntimeUnderTest::Reference(mutations) => {
+            let (config, deps) = runtime_parts(&scenario, mutations);
+            match Runtime::restore(config, deps, &scenario.session) {
+                Ok(mut runtime) => {
+                    let messages = runtime.control().state().messages.len();
+                    shared.borrow_mut().push(Event::Restored {
+                        leaf: runtime.leaf().map(str::to_string),
+                        messages,
+                    });
+                    Started::Reference(Box::new(runtime))
+                }
+                Err(error) => {
+                    shared.borrow_mut().push(Event::RestoreFailed {
+                        cause: Cause::new(error.code(), error.to_string()),
+                    });
+                    return Ok(());
+                }
+            }
         }
-        Err(error) => {
-            shared.borrow_mut().push(Event::RestoreFailed {
-                cause: Cause::new(error.code(), error.to_string()),
-            });
-            return Ok(());
+        RuntimeUnderTest::Subject(subject, failure) => {
+            // The adapter's steps are synchronous: no simulated time passes while it works.
+            let restored = subject.borrow_mut().start(&scenario);
+            match restored {
+                Ok(Ok(restored)) => {
+                    shared.borrow_mut().push(Event::Restored {
+                        leaf: restored.leaf,
+                        messages: restored.messages,
+                    });
+                    Started::Subject(SubjectCore { subject, failure })
+                }
+                Ok(Err(cause)) => {
+                    shared.borrow_mut().push(Event::RestoreFailed { cause });
+                    return Ok(());
+                }
+                Err(error) => {
+                    *failure.borrow_mut() = Some(error);
+                    return Ok(());
+                }
+            }
         }
     };
     let local = Rc::new(LocalTools {
@@ -534,7 +574,10 @@ pub(crate) async fn runtime_client(
         output: local,
         observer: Some(Rc::new(Recorder { shared: shared.clone() })),
     };
-    let (shell, _driver) = Shell::spawn(runtime, services);
+    let shell = match started {
+        Started::Reference(runtime) => Shell::spawn(*runtime, services).0,
+        Started::Subject(core) => Shell::spawn(core, services).0,
+    };
     let mut calls = Vec::new();
     let mut delivered = 0;
     for spec in &scenario.operations {

@@ -69,6 +69,8 @@ pub struct NetRun {
     pub outcome: RunOutcome,
     pub turmoil_seed: u64,
     pub steps: u64,
+    /// The implementation under test could not be driven (a run on a subject only).
+    pub failure: Option<crate::sim::SubjectFailure>,
 }
 
 /// The networked world could not run (a bug of the world, reported rather than panicking).
@@ -181,8 +183,37 @@ fn seeded_episodes(seed: u64) -> Vec<Episode> {
         .collect()
 }
 
-/// Runs `scenario` in the networked world.
+/// Runs `scenario` in the networked world, on the in-process reference.
 pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetError> {
+    run_net_on(scenario, options, None)
+}
+
+/// Runs `scenario` in the networked world on `external`, an implementation behind the adapter
+/// protocol: the world borrows the subject (and its adapter process) for the run and gives it
+/// back, so a protocol-2 adapter serves the next run too.
+pub fn run_net_external(
+    scenario: &Scenario,
+    options: &NetOptions,
+    external: &mut crate::protocol::ExternalSubject,
+) -> Result<NetRun, NetError> {
+    let lent = Rc::new(RefCell::new(external.take()));
+    let run = run_net_on(scenario, options, Some(lent.clone()));
+    // Every host is dropped with the world, so the subject comes back (else the next run
+    // simply starts a new adapter).
+    if let Ok(subject) = Rc::try_unwrap(lent) {
+        *external = subject.into_inner();
+    }
+    run
+}
+
+/// Runs `scenario` in the networked world on `subject` (an implementation behind the adapter
+/// protocol, lent for the run), or on the in-process reference with `options.mutations` when
+/// `None`. A failure to drive the subject is `NetRun::failure`.
+pub fn run_net_on(
+    scenario: &Scenario,
+    options: &NetOptions,
+    subject: Option<Rc<RefCell<dyn crate::sim::Subject>>>,
+) -> Result<NetRun, NetError> {
     let plan = scenario.net.clone().unwrap_or_default();
     let turmoil_seed = turmoil_seed(options.seed);
     let mut builder = turmoil::Builder::new();
@@ -219,14 +250,14 @@ pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetE
         let scenario = scenario.clone();
         sim.host(MODEL_HOST, move || hosts::model_server(scenario.clone()));
     }
+    let failure = Rc::new(RefCell::new(None));
+    let under_test = match &subject {
+        Some(subject) => hosts::RuntimeUnderTest::Subject(subject.clone(), failure.clone()),
+        None => hosts::RuntimeUnderTest::Reference(options.mutations.clone()),
+    };
     sim.client(
         RUNTIME_HOST,
-        hosts::runtime_client(
-            shared.clone(),
-            scenario.clone(),
-            plan.clone(),
-            options.mutations.clone(),
-        ),
+        hosts::runtime_client(shared.clone(), scenario.clone(), plan.clone(), under_test),
     );
 
     let mut episodes: Vec<Episode> = plan
@@ -272,6 +303,15 @@ pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetE
         message: format!("verification: {error}"),
     })?;
     drop(sim);
+    // Only now is the subject's run over: effects may complete while the verifier reads.
+    if let Some(subject) = &subject {
+        if failure.borrow().is_none() {
+            if let Err(error) = subject.borrow_mut().finish() {
+                *failure.borrow_mut() = Some(error);
+            }
+        }
+    }
+    let failure = failure.borrow_mut().take();
 
     let record = Rc::try_unwrap(shared)
         .map_err(|_| NetError {
@@ -287,6 +327,7 @@ pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetE
         },
         turmoil_seed,
         steps,
+        failure,
     })
 }
 

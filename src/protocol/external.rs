@@ -87,6 +87,18 @@ impl ExternalSubject {
         self
     }
 
+    /// A subject for the same command that has started nothing yet, and this one handed over
+    /// with its process (the networked world borrows a subject this way).
+    pub fn take(&mut self) -> ExternalSubject {
+        let empty = ExternalSubject::new(self.command.clone(), self.step_timeout);
+        let empty = if self.fresh_each_run {
+            empty.fresh_each_run()
+        } else {
+            empty
+        };
+        std::mem::replace(self, empty)
+    }
+
     /// How many adapter processes this subject has started so far.
     pub fn processes_spawned(&self) -> usize {
         self.spawned
@@ -319,6 +331,10 @@ fn quote_line(line: &str) -> String {
 }
 
 impl Subject for ExternalSubject {
+    fn as_external(&mut self) -> Option<&mut ExternalSubject> {
+        Some(self)
+    }
+
     fn implementation(&self) -> Option<(String, u64)> {
         Some((self.command.clone(), self.step_timeout.as_millis() as u64))
     }

@@ -15,10 +15,14 @@
 //! the core's. It adds exactly what IO needs: an abort signal a service can await, and an
 //! [`Observer`] that sees every step as a trace [`Event`], in the order the core saw it.
 //!
+//! The driver drives a [`Core`]: the reference [`Runtime`], or (in the networked world) an
+//! implementation in another process behind the adapter protocol, whose steps are synchronous
+//! and take no simulated time.
+//!
 //! Futures are not `Send`: the shell runs on a `tokio::task::LocalSet` (turmoil's hosts are
 //! one), which keeps the driver single-threaded and its order deterministic.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -27,9 +31,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::model::{AssistantMessage, SessionEntry, ToolCall, ToolResultMessage};
 use crate::runtime::{
-    Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, ModelRequest, OpId, OpValue, RunResult, Runtime,
-    Settlement, StoreOutcome, ToolOutcome,
+    Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, OpId, OpValue, RunResult,
+    Runtime, Settlement, StoreOutcome, ToolOutcome,
 };
+use crate::sim::{Subject, SubjectFailure};
 use crate::trace::{AppendAnswer, Event, Operation};
 
 /// A boxed future a service returns; it runs on the shell's `LocalSet`.
@@ -75,6 +80,43 @@ impl ChunkSink {
 /// turn into an assistant message with stop reason `error` (or `aborted`, once `abort` fired).
 pub trait ModelService {
     fn stream(&self, request: ModelRequest, abort: AbortSignal, chunks: ChunkSink) -> LocalFuture<AssistantMessage>;
+}
+
+/// What the driver drives: one input in, every effect it produced out, synchronously.
+pub trait Core {
+    /// Applies `input` and appends the effects it produced. An error stops the driver: every
+    /// call still waiting is answered with [`shell_gone`].
+    fn step(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure>;
+}
+
+impl Core for Runtime {
+    fn step(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        // Every input the driver builds names a pending effect of the right kind: a mismatch
+        // is a bug of the shell, not of the world.
+        self.handle_input(input)
+            .expect("the shell completes only the runtime's pending effects");
+        while let Some(effect) = self.poll_effect() {
+            effects.push(effect);
+        }
+        Ok(())
+    }
+}
+
+/// Any [`Subject`] whose run has started (an external implementation): its failures stop the
+/// driver and are kept for the verdict.
+pub struct SubjectCore<S: Subject + ?Sized> {
+    pub subject: Rc<std::cell::RefCell<S>>,
+    pub failure: Rc<std::cell::RefCell<Option<SubjectFailure>>>,
+}
+
+impl<S: Subject + ?Sized> Core for SubjectCore<S> {
+    fn step(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        let result = self.subject.borrow_mut().deliver(input, effects);
+        if let Err(failure) = &result {
+            self.failure.borrow_mut().get_or_insert_with(|| failure.clone());
+        }
+        result
+    }
 }
 
 /// Why an append failed, and whether the entry may be stored anyway.
@@ -179,10 +221,11 @@ impl Shell {
     /// Starts the driver for `runtime` on the current `LocalSet` and returns its handle. The
     /// driver ends when every handle is dropped and no call or effect is pending; it returns
     /// the runtime, so a caller can inspect its final state.
-    pub fn spawn(runtime: Runtime, services: Services) -> (Shell, tokio::task::JoinHandle<Runtime>) {
+    pub fn spawn<C: Core + 'static>(core: C, services: Services) -> (Shell, tokio::task::JoinHandle<C>) {
         let (channel, inbox) = mpsc::unbounded_channel();
         let driver = Driver {
-            runtime,
+            core,
+            pending: BTreeSet::new(),
             services,
             inbox,
             channel: channel.clone(),
@@ -256,8 +299,10 @@ fn unexpected_value(value: &OpValue) -> Cause {
     )
 }
 
-struct Driver {
-    runtime: Runtime,
+struct Driver<C: Core> {
+    core: C,
+    /// Effects issued and not answered yet.
+    pending: BTreeSet<EffectId>,
     services: Services,
     inbox: mpsc::UnboundedReceiver<Message>,
     /// For the effect tasks.
@@ -269,8 +314,8 @@ struct Driver {
     closed: bool,
 }
 
-impl Driver {
-    async fn run(mut self) -> Runtime {
+impl<C: Core> Driver<C> {
+    async fn run(mut self) -> C {
         while let Some(message) = self.inbox.recv().await {
             let input = match message {
                 Message::Call { operation, reply } => {
@@ -295,6 +340,7 @@ impl Driver {
                     completion,
                     answer,
                 } => {
+                    self.pending.remove(&effect);
                     self.observe(*answer);
                     completion.into_input(effect)
                 }
@@ -306,24 +352,25 @@ impl Driver {
                     continue;
                 }
             };
-            // Every input the driver builds names a pending effect of the right kind: a
-            // mismatch is a bug of the shell, not of the world.
-            self.runtime
-                .handle_input(input)
-                .expect("the shell completes only the runtime's pending effects");
-            while let Some(effect) = self.runtime.poll_effect() {
+            let mut effects = Vec::new();
+            if self.core.step(input, &mut effects).is_err() {
+                // The core cannot go on: dropping the replies answers every waiting call.
+                self.replies.clear();
+                break;
+            }
+            for effect in effects {
                 self.serve(effect);
             }
             if self.closed && self.is_idle() {
                 break;
             }
         }
-        self.runtime
+        self.core
     }
 
     /// No call waits for its settlement and no effect for its answer.
     fn is_idle(&self) -> bool {
-        self.replies.is_empty() && self.runtime.pending_effects().is_empty()
+        self.replies.is_empty() && self.pending.is_empty()
     }
 
     fn observe(&self, event: Event) {
@@ -343,6 +390,9 @@ impl Driver {
     fn serve(&mut self, effect: Effect) {
         if let Some(observer) = &self.services.observer {
             observer.event(Event::issued(&effect));
+        }
+        if let Some(id) = effect.pending_id() {
+            self.pending.insert(id);
         }
         match effect {
             Effect::ModelRequest {

@@ -48,9 +48,15 @@ pub trait Subject {
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         Ok(())
     }
-    /// The in-process reference's mutation switches; `None` for any other subject. Only the
-    /// reference can run in the networked world (`net`), where the runtime is a host's task.
+    /// The in-process reference's mutation switches; `None` for any other subject. In the
+    /// networked world (`net`) the runtime is a host's task: the reference with these switches,
+    /// or an external implementation (see `as_external`).
     fn reference_mutations(&self) -> Option<crate::runtime::Mutations> {
+        None
+    }
+    /// An implementation behind the adapter protocol, which the networked world borrows for a
+    /// run of a `net` scenario; `None` for every in-process subject.
+    fn as_external(&mut self) -> Option<&mut crate::protocol::ExternalSubject> {
         None
     }
     /// The name of the zoo's mutant this subject runs (replay commands carry it); `None` for

@@ -72,11 +72,9 @@ fn serve_traces_equal_in_process_traces_for_every_scenario() {
         (StrategyKind::Random, 2),
     ];
     // One adapter process for every run (protocol 2): each `reset` must leave nothing behind.
+    // `net` scenarios run in the networked world, the adapter answering through its store server.
     let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
     for loaded in &corpus {
-        if loaded.scenario.net.is_some() {
-            continue;
-        }
         for (strategy, seed) in strategies {
             let in_process = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
             let over_wire = suite::run_case(loaded, strategy, seed, &mut external);
@@ -130,7 +128,7 @@ fn jobs_give_the_same_report_whatever_their_number() {
 #[test]
 fn protocol_1_gets_one_process_per_scenario() {
     let corpus = suite::load_corpus(&[root().join("scenarios")]).expect("the corpus loads");
-    let applicable = corpus.iter().filter(|loaded| loaded.scenario.net.is_none()).count();
+    let applicable = corpus.len();
     let (v1, processes) = counted_run("2", "--protocol 1", &["--format", "json"]);
     let (v2, _) = counted_run("2", "--protocol 2", &["--format", "json"]);
     assert_eq!(v1.code, 0, "{}", v1.stderr);
@@ -215,10 +213,100 @@ fn run_impl_serve_passes_the_corpus() {
     let command = serve_command();
     let run = agentsim(&["run", "--impl", &command, "scenarios/"], &[]);
     assert_eq!(run.code, 0, "stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
-    let wired = corpus.iter().filter(|loaded| loaded.scenario.net.is_none()).count();
     assert_eq!(
         run.stdout.lines().last(),
-        Some(format!("{wired} passed, 0 failed").as_str())
+        Some(format!("{} passed, 0 failed", corpus.len()).as_str())
+    );
+}
+
+#[test]
+fn network_faults_reach_an_adapter_with_the_in_process_traces() {
+    let corpus = suite::load_corpus(&[root().join("scenarios/durability")]).expect("the corpus loads");
+    assert!(corpus.len() >= 6);
+    let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
+    // Runs in which a partition, hold or crash happened.
+    let mut faulted = 0;
+    for loaded in &corpus {
+        assert!(loaded.scenario.net.is_some(), "{}", loaded.name);
+        // The scenario's own faults, then faults drawn from the seed.
+        for (seed, seeded_faults) in [(0, false), (1, true), (2, true), (3, true), (11, true)] {
+            let options = agentsim::net::NetOptions {
+                seed,
+                seeded_faults,
+                ..agentsim::net::NetOptions::default()
+            };
+            let in_process = suite::run_case_net(loaded, StrategyKind::Scripted, &options);
+            let over_wire = suite::run_case_net_on(loaded, StrategyKind::Scripted, &options, &mut external);
+            let what = format!("{} seed {seed} seeded faults {seeded_faults}", loaded.name);
+            let (Some(expected), Some(actual)) = (&in_process.outcome, &over_wire.outcome) else {
+                panic!("{what}: no trace: {:?} / {:?}", in_process.verdict, over_wire.verdict);
+            };
+            if expected
+                .trace
+                .events
+                .iter()
+                .any(|event| matches!(event, agentsim::trace::Event::Net { .. }))
+            {
+                faulted += 1;
+            }
+            assert_eq!(
+                actual.trace.render(),
+                expected.trace.render(),
+                "{what}: rendered traces"
+            );
+            assert_eq!(actual.trace.to_json(), expected.trace.to_json(), "{what}: JSON traces");
+            assert_eq!(actual.store, expected.store, "{what}: the stored entries");
+            assert_eq!(over_wire.violations, in_process.violations, "{what}: violations");
+        }
+    }
+    assert!(faulted >= corpus.len() * 3, "only {faulted} runs had a network fault");
+    assert_eq!(
+        external.processes_spawned(),
+        1,
+        "one adapter process served every networked run"
+    );
+    // A broken reference behind the wire fails the networked scenarios as it does in process.
+    let mutant = format!("{BIN} serve --mutant resolve-before-last-append");
+    let through_wire = agentsim(&["run", "--impl", &mutant, "scenarios/durability/"], &[]);
+    let in_process = agentsim(
+        &["run", "--mutant", "resolve-before-last-append", "scenarios/durability/"],
+        &[],
+    );
+    assert_eq!(through_wire.code, 1, "{}", through_wire.stdout);
+    assert!(through_wire.stdout.contains("PERSIST-6"), "{}", through_wire.stdout);
+    assert_eq!(through_wire.stdout.lines().last(), in_process.stdout.lines().last());
+    // Its replay command replays it in the networked world on the adapter.
+    let replay = agentsim(
+        &[
+            "replay",
+            "scenarios/durability/crash-after-two-acks.json",
+            "--world",
+            "net",
+            "--seed",
+            "3",
+            "--impl",
+            &mutant,
+        ],
+        &[],
+    );
+    let local = agentsim(
+        &[
+            "replay",
+            "scenarios/durability/crash-after-two-acks.json",
+            "--world",
+            "net",
+            "--seed",
+            "3",
+            "--mutant",
+            "resolve-before-last-append",
+        ],
+        &[],
+    );
+    assert_eq!(replay.stdout, local.stdout);
+    assert!(
+        replay.stdout.starts_with("networked world: kit seed 3"),
+        "{}",
+        replay.stdout
     );
 }
 
