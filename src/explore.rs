@@ -375,6 +375,9 @@ fn run_one(
     };
     let outcome = match first {
         Ok(outcome) => outcome,
+        // The implementation declared something this scenario uses unsupported: not
+        // applicable, so neither passed nor failed.
+        Err(SubjectFailure::Unsupported { .. }) => return None,
         Err(failure) => {
             summary.record(loaded, replay, Vec::new(), Some(failure));
             return None;

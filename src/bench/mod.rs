@@ -127,6 +127,9 @@ fn bare_run(scenario: &Scenario) {
                 .into_input(effect),
                 Effect::Append { effect, .. } => Completion::Append(StoreOutcome::Ok).into_input(effect),
                 Effect::Write { effect, .. } => Completion::Write(StoreOutcome::Ok).into_input(effect),
+                Effect::Notify { effect, .. } => {
+                    Completion::Notify(crate::runtime::NotifyOutcome::Ok).into_input(effect)
+                }
                 Effect::AbortSignal { .. } | Effect::Settled { .. } => continue,
             };
             pending.push(answer);

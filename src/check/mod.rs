@@ -12,6 +12,7 @@ pub mod expect;
 mod ids;
 mod life;
 mod mode;
+mod observe;
 mod persist;
 mod poison;
 mod project;
@@ -129,6 +130,10 @@ pub fn catalogue() -> &'static [Rule] {
         "MODE-4" => mode::mode_4,
         "MODE-5" => mode::mode_5,
         "MODE-6" => mode::mode_6,
+        "OBSERVE-1" => observe::observe_1,
+        "OBSERVE-2" => observe::observe_2,
+        "OBSERVE-3" => observe::observe_3,
+        "OBSERVE-4" => observe::observe_4,
         "AGENT-1" => agent::agent_1,
         "AGENT-2" => agent::agent_2,
         "AGENT-3" => agent::agent_3,

@@ -285,6 +285,18 @@ pub fn situations() -> &'static [Situation] {
             |t| t.ops.iter().any(|info| matches!(info.operation, Operation::Library { .. }));
         "MODE-6" Any "a mode's write answered after another effect" =>
             |t| t.writes.iter().any(|w| w.answer.is_some_and(|(line, _)| line > w.line + 1));
+        "OBSERVE-1" Any "a message stored while its observer has not answered" =>
+            |t| t.notifications.iter().any(|n| matches!(n.event, crate::runtime::ObservedEvent::MessageEnd { .. }) && t.appends.iter().any(|a| open_at(n.line, n.answer.map(|(line, _)| line), a.line)));
+        "OBSERVE-1" Any "an observer told of a message that was never stored" =>
+            |t| t.appends.iter().any(|a| a.failed().is_some()) && t.notifications.iter().any(|n| matches!(n.event, crate::runtime::ObservedEvent::MessageEnd { message } if !t.appends.iter().any(|a| a.entry.as_message() == Some(message))));
+        "OBSERVE-2" Any "two runs' ends told to one observer" =>
+            |t| t.scenario.observers.iter().any(|o| t.notifications.iter().filter(|n| n.observer == o.name && matches!(n.event, crate::runtime::ObservedEvent::AgentEnd { .. })).count() >= 2);
+        "OBSERVE-3" Any "an observer's handler throws" =>
+            |t| t.notifications.iter().any(|n| matches!(n.answer, Some((_, crate::runtime::NotifyOutcome::Threw { .. }))));
+        "OBSERVE-4" Any "a notification answered while a run is active" =>
+            |t| t.notifications.iter().filter_map(|n| n.answer).any(|(line, _)| run_active(t, line));
+        "OBSERVE-4" Any "a notification answered while an append is in flight" =>
+            |t| t.notifications.iter().filter_map(|n| n.answer).any(|(line, _)| append_in_flight(t, line));
         "AGENT-1" Any "a run reaching maxSteps" =>
             |t| t.ops.iter().any(|info| t.run_reason_of(info.op) == Some(RunReason::MaxSteps));
         "AGENT-2" Any "a steer while a run is active" =>

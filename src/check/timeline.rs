@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 
 use crate::model::{path_to, AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
-use crate::runtime::{Cause, EffectId, HookOutcome, HookPhase, OpId, Settlement, SignalId, ToolOutcome};
+use crate::runtime::{
+    Cause, EffectId, HookOutcome, HookPhase, NotifyOutcome, ObservedEvent, OpId, Settlement, SignalId, ToolOutcome,
+};
 use crate::scenario::Scenario;
 use crate::trace::{AppendAnswer, Event, Operation, Trace};
 
@@ -107,6 +109,17 @@ pub struct WriteInfo<'a> {
 }
 
 /// The derived view of one run.
+/// An observer's notification and its answer.
+#[derive(Debug, Clone)]
+pub struct NotifyInfo<'a> {
+    pub line: Line,
+    pub effect: EffectId,
+    pub observer: &'a str,
+    pub event: &'a ObservedEvent,
+    pub op: Option<OpId>,
+    pub answer: Option<(Line, &'a NotifyOutcome)>,
+}
+
 pub struct Timeline<'a> {
     pub scenario: &'a Scenario,
     pub events: &'a [Event],
@@ -119,6 +132,7 @@ pub struct Timeline<'a> {
     pub hooks: Vec<HookInfo<'a>>,
     pub appends: Vec<AppendInfo<'a>>,
     pub writes: Vec<WriteInfo<'a>>,
+    pub notifications: Vec<NotifyInfo<'a>>,
     pub aborts: Vec<(Line, SignalId)>,
     pub end: Option<(Line, &'a [EffectId])>,
     /// The chosen path of the initial session, when it exists.
@@ -143,6 +157,7 @@ impl<'a> Timeline<'a> {
             hooks: Vec::new(),
             appends: Vec::new(),
             writes: Vec::new(),
+            notifications: Vec::new(),
             aborts: Vec::new(),
             end: None,
             initial_path,
@@ -159,6 +174,7 @@ impl<'a> Timeline<'a> {
         let mut hook_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
         let mut append_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
         let mut write_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
+        let mut notify_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
         let events: &'a [Event] = self.events;
         for (line, event) in events.iter().enumerate() {
             match event {
@@ -293,6 +309,26 @@ impl<'a> Timeline<'a> {
                 }
                 Event::End { pending, .. } => self.end = Some((line, pending)),
                 // The networked world's own events: the durability checkers read them directly.
+                Event::Notify {
+                    effect,
+                    observer,
+                    agent_event,
+                } => {
+                    notify_by_effect.insert(*effect, self.notifications.len());
+                    self.notifications.push(NotifyInfo {
+                        line,
+                        effect: *effect,
+                        observer,
+                        event: agent_event,
+                        op: unfinished.first().copied(),
+                        answer: None,
+                    });
+                }
+                Event::NotifyAnswer { effect, answer } => {
+                    if let Some(index) = notify_by_effect.get(effect) {
+                        self.notifications[*index].answer = Some((line, answer));
+                    }
+                }
                 Event::Net { .. } | Event::StoreOpened { .. } | Event::Reopened { .. } => {}
             }
         }

@@ -54,9 +54,12 @@ pub fn lane_of(event: &Event) -> Lane {
         | Event::AbortSignal { .. }
         | Event::End { .. } => Lane::Operations,
         Event::ModelRequest { .. } | Event::ModelChunk { .. } | Event::ModelResponse { .. } => Lane::Model,
-        Event::Hook { .. } | Event::HookAnswer { .. } | Event::ToolCall { .. } | Event::ToolAnswer { .. } => {
-            Lane::Tools
-        }
+        Event::Hook { .. }
+        | Event::HookAnswer { .. }
+        | Event::ToolCall { .. }
+        | Event::ToolAnswer { .. }
+        | Event::Notify { .. }
+        | Event::NotifyAnswer { .. } => Lane::Tools,
         Event::Append { .. }
         | Event::AppendAnswer { .. }
         | Event::Net { .. }
@@ -74,12 +77,14 @@ pub fn tick_kind(event: &Event) -> &'static str {
         | Event::Hook { .. }
         | Event::ToolCall { .. }
         | Event::Append { .. }
-        | Event::Write { .. } => "issue",
+        | Event::Write { .. }
+        | Event::Notify { .. } => "issue",
         Event::ModelResponse { .. }
         | Event::HookAnswer { .. }
         | Event::ToolAnswer { .. }
         | Event::AppendAnswer { .. }
-        | Event::WriteAnswer { .. } => "complete",
+        | Event::WriteAnswer { .. }
+        | Event::NotifyAnswer { .. } => "complete",
         Event::Settled {
             settlement: Settlement::Rejected(_),
             ..
@@ -159,6 +164,16 @@ pub fn spans(trace: &Trace) -> Vec<Span> {
                 &mut open_effects,
             ),
             Event::Write { effect, .. } => open(effect.0, format!("{effect} write"), &mut spans, &mut open_effects),
+            Event::Notify {
+                effect,
+                observer,
+                agent_event,
+            } => open(
+                effect.0,
+                format!("{effect} {observer} {}", agent_event.kind().name()),
+                &mut spans,
+                &mut open_effects,
+            ),
             Event::Settled { op, settlement } => {
                 if let Some(index) = open_ops.remove(&op.0) {
                     spans[index].to = Some(line);
@@ -171,13 +186,17 @@ pub fn spans(trace: &Trace) -> Vec<Span> {
             | Event::HookAnswer { effect, .. }
             | Event::ToolAnswer { effect, .. }
             | Event::AppendAnswer { effect, .. }
-            | Event::WriteAnswer { effect, .. } => {
+            | Event::WriteAnswer { effect, .. }
+            | Event::NotifyAnswer { effect, .. } => {
                 if let Some(index) = open_effects.remove(&effect.0) {
                     spans[index].to = Some(line);
                     let failed = match event {
                         Event::AppendAnswer { answer, .. } => !matches!(answer, AppendAnswer::Ok),
                         Event::ToolAnswer { answer, .. } => !matches!(answer, crate::runtime::ToolOutcome::Ok { .. }),
                         Event::WriteAnswer { error, .. } => error.is_some(),
+                        Event::NotifyAnswer { answer, .. } => {
+                            matches!(answer, crate::runtime::NotifyOutcome::Threw { .. })
+                        }
                         _ => false,
                     };
                     if failed {

@@ -33,6 +33,9 @@ use crate::trace::{Event, Operation};
 
 use super::{Shared, IDLE_MS, MODEL_HOST, STORE_HOST};
 
+/// How long a slow observer's handler takes in the networked world (simulated ms).
+const SLOW_OBSERVER_MS: u64 = 400;
+
 const STORE_PORT: u16 = 7000;
 const MODEL_PORT: u16 = 7001;
 pub const SESSION_FILE: &str = "/data/session.jsonl";
@@ -456,6 +459,20 @@ impl ToolService for LocalTools {
         let answer = self.scripts.borrow_mut().next_hook(&self.scenario, &extension, phase);
         Box::pin(async move {
             tokio::time::sleep(Duration::from_millis(1)).await;
+            answer
+        })
+    }
+
+    fn notify(
+        &self,
+        observer: String,
+        _event: crate::runtime::ObservedEvent,
+    ) -> LocalFuture<crate::runtime::NotifyOutcome> {
+        let (answer, slow) = self.scripts.borrow_mut().next_notify(&self.scenario, &observer);
+        // A slow observer's handler takes longer than a store round trip.
+        let latency = if slow { SLOW_OBSERVER_MS } else { 1 };
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(latency)).await;
             answer
         })
     }

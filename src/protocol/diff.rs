@@ -251,7 +251,9 @@ pub fn normalize(trace: &Trace) -> Trace {
             | Event::Append { effect, .. }
             | Event::AppendAnswer { effect, .. }
             | Event::Write { effect, .. }
-            | Event::WriteAnswer { effect, .. } => *effect = EffectId(effects.map(effect.0)),
+            | Event::WriteAnswer { effect, .. }
+            | Event::Notify { effect, .. }
+            | Event::NotifyAnswer { effect, .. } => *effect = EffectId(effects.map(effect.0)),
             Event::AbortSignal { signal } => *signal = SignalId(signals.map(signal.0)),
             Event::End { pending, .. } => {
                 for effect in pending.iter_mut() {

@@ -255,6 +255,15 @@ impl ExternalSubject {
         if scenario.model.iter().any(|step| step.chunks.unwrap_or(1) > 1) {
             used.push("chunks");
         }
+        if !scenario.observers.is_empty() {
+            if hello.protocol < 2 {
+                return Some((
+                    "observers".to_string(),
+                    "extension event observers (`notify` effects) need protocol 2".to_string(),
+                ));
+            }
+            used.push("observers");
+        }
         used.into_iter().find_map(|name| {
             hello
                 .unsupported

@@ -58,7 +58,7 @@ pub fn hello(mutant: Option<Mutation>) -> Hello {
             name,
             version: env!("CARGO_PKG_VERSION").to_string(),
         },
-        features: ["steer", "followUp", "abort", "mode", "library", "chunks"]
+        features: ["steer", "followUp", "abort", "mode", "library", "chunks", "observers"]
             .iter()
             .map(|feature| feature.to_string())
             .collect(),
@@ -155,6 +155,7 @@ impl<W: Write> Adapter<'_, W> {
             ids: scenario.id_rule(),
             clock: scenario.clock_rule(),
             mutations: self.mutations.clone(),
+            observers: scenario.observer_specs(),
         };
         match Runtime::restore(config, deps, &scenario.session) {
             Ok(mut runtime) => {

@@ -20,8 +20,9 @@ use crate::model::{
     AssistantMessage, ContentBlock, Message, Resources, SessionEntry, ToolCall, ToolResultMessage, ToolSpec,
 };
 use crate::runtime::{
-    Cause, ClockRule, Completion, Effect, EffectId, HookOutcome, HookPhase, IdRule, Input, ModelRequest, OpId, OpValue,
-    RunReason, RunResult, Settlement, SignalId, StoreOutcome, ToolOutcome,
+    AgentEventKind, Cause, ClockRule, Completion, Effect, EffectId, HookOutcome, HookPhase, IdRule, Input,
+    ModelRequest, NotifyOutcome, ObservedEvent, ObserverSpec, OpId, OpValue, RunReason, RunResult, Settlement,
+    SignalId, StoreOutcome, ToolOutcome,
 };
 use crate::scenario::{default_disk_error, AppendFaultKind, Scenario};
 use crate::trace::Operation;
@@ -49,7 +50,7 @@ pub const ADAPTER_MESSAGE_TYPES: &[&str] = &[
 ];
 
 /// The `effect.kind` values an adapter may write.
-pub const EFFECT_KINDS: &[&str] = &["model_request", "tool_call", "hook", "append", "write"];
+pub const EFFECT_KINDS: &[&str] = &["model_request", "tool_call", "hook", "append", "write", "notify"];
 
 // ---------------------------------------------------------------------------------------------
 // Kit -> adapter
@@ -88,6 +89,18 @@ pub struct StartScenario {
     pub clock: WireClockRule,
     /// Informational: the kit answers every append and write itself (see docs/protocol.md).
     pub faults: WireFaults,
+    /// Protocol 2: extensions observing agent events; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<WireObserver>,
+}
+
+/// An observer: an extension subscribed to agent events, told of each by a `notify` effect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireObserver {
+    pub name: String,
+    /// `message_end`, `turn_end`, `agent_end`.
+    pub events: Vec<AgentEventKind>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -207,6 +220,10 @@ pub enum WireCompletion {
     },
     Write {
         outcome: WireStoreOutcome,
+    },
+    /// The observer's handler returned (`{"kind":"ok"}`) or threw (`{"kind":"threw","message"}`).
+    Notify {
+        outcome: NotifyOutcome,
     },
 }
 
@@ -377,6 +394,12 @@ pub enum WireEffect {
         id: u32,
         text: String,
     },
+    /// Protocol 2: an observer's handler is called with an agent event (Pi's event shape).
+    Notify {
+        id: u32,
+        observer: String,
+        event: ObservedEvent,
+    },
 }
 
 impl WireEffect {
@@ -386,7 +409,8 @@ impl WireEffect {
             | WireEffect::ToolCall { id, .. }
             | WireEffect::Hook { id, .. }
             | WireEffect::Append { id, .. }
-            | WireEffect::Write { id, .. } => *id,
+            | WireEffect::Write { id, .. }
+            | WireEffect::Notify { id, .. } => *id,
         }
     }
 }
@@ -667,7 +691,26 @@ impl StartScenario {
                 step_ms: config.clock.step_ms,
             },
             faults: WireFaults { appends, writes },
+            observers: scenario
+                .observers
+                .iter()
+                .map(|observer| WireObserver {
+                    name: observer.name.clone(),
+                    events: observer.events.clone(),
+                })
+                .collect(),
         }
+    }
+
+    /// The observers as the runtime takes them.
+    pub fn observer_specs(&self) -> Vec<ObserverSpec> {
+        self.observers
+            .iter()
+            .map(|observer| ObserverSpec {
+                name: observer.name.clone(),
+                events: observer.events.clone(),
+            })
+            .collect()
     }
 
     pub fn id_rule(&self) -> IdRule {
@@ -775,6 +818,9 @@ fn completion_to_wire(completion: &Completion) -> WireCompletion {
         Completion::Write(outcome) => WireCompletion::Write {
             outcome: store(outcome),
         },
+        Completion::Notify(outcome) => WireCompletion::Notify {
+            outcome: outcome.clone(),
+        },
     }
 }
 
@@ -820,6 +866,15 @@ pub fn effect_to_wire(effect: &Effect) -> AdapterMessage {
         Effect::Write { effect, text } => wire(WireEffect::Write {
             id: effect.0,
             text: text.clone(),
+        }),
+        Effect::Notify {
+            effect,
+            observer,
+            event,
+        } => wire(WireEffect::Notify {
+            id: effect.0,
+            observer: observer.clone(),
+            event: event.clone(),
         }),
         Effect::AbortSignal { signal } => AdapterMessage::AbortSignal { signal: signal.0 },
         Effect::Settled { op, settlement } => AdapterMessage::Settled {
@@ -904,6 +959,7 @@ fn completion_from_wire(completion: WireCompletion) -> Completion {
         }),
         WireCompletion::Append { outcome } => Completion::Append(store(outcome)),
         WireCompletion::Write { outcome } => Completion::Write(store(outcome)),
+        WireCompletion::Notify { outcome } => Completion::Notify(outcome),
     }
 }
 
@@ -944,6 +1000,11 @@ pub fn effect_from_wire(effect: WireEffect) -> Effect {
         WireEffect::Write { id, text } => Effect::Write {
             effect: EffectId(id),
             text,
+        },
+        WireEffect::Notify { id, observer, event } => Effect::Notify {
+            effect: EffectId(id),
+            observer,
+            event,
         },
     }
 }

@@ -96,6 +96,76 @@ pub enum Completion {
     Hook(HookOutcome),
     Append(StoreOutcome),
     Write(StoreOutcome),
+    /// An observer's handler returned (or threw): the notification is done.
+    Notify(NotifyOutcome),
+}
+
+/// An extension that subscribes to agent events (Pi: `pi.on("message_end", handler)`, whose
+/// handler may be async). Each event it subscribes to is an [`Effect::Notify`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObserverSpec {
+    pub name: String,
+    pub events: Vec<AgentEventKind>,
+}
+
+/// The agent events an observer may subscribe to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentEventKind {
+    /// A message joined the run's transcript (the prompt, a steer or follow-up, a response, a
+    /// tool result).
+    MessageEnd,
+    /// A turn ended: one response and the results of its tool calls.
+    TurnEnd,
+    /// The agent run ended.
+    AgentEnd,
+}
+
+impl AgentEventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentEventKind::MessageEnd => "message_end",
+            AgentEventKind::TurnEnd => "turn_end",
+            AgentEventKind::AgentEnd => "agent_end",
+        }
+    }
+}
+
+/// What an observer is told, in Pi's event shapes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ObservedEvent {
+    MessageEnd {
+        message: Message,
+    },
+    TurnEnd {
+        message: Message,
+        /// The turn's tool results, as `toolResult` messages.
+        #[serde(rename = "toolResults")]
+        tool_results: Vec<Message>,
+    },
+    AgentEnd {
+        messages: Vec<Message>,
+    },
+}
+
+impl ObservedEvent {
+    pub fn kind(&self) -> AgentEventKind {
+        match self {
+            ObservedEvent::MessageEnd { .. } => AgentEventKind::MessageEnd,
+            ObservedEvent::TurnEnd { .. } => AgentEventKind::TurnEnd,
+            ObservedEvent::AgentEnd { .. } => AgentEventKind::AgentEnd,
+        }
+    }
+}
+
+/// How an observer's handler ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum NotifyOutcome {
+    Ok,
+    Threw { message: String },
 }
 
 impl Completion {
@@ -225,6 +295,12 @@ pub enum Effect {
         effect: EffectId,
         text: String,
     },
+    /// An observer's handler is called with an agent event; completed when it returns.
+    Notify {
+        effect: EffectId,
+        observer: String,
+        event: ObservedEvent,
+    },
     /// The run's abort signal fired. Not pending: nothing completes it.
     AbortSignal {
         signal: SignalId,
@@ -244,7 +320,8 @@ impl Effect {
             | Effect::ToolCall { effect, .. }
             | Effect::Hook { effect, .. }
             | Effect::Append { effect, .. }
-            | Effect::Write { effect, .. } => Some(*effect),
+            | Effect::Write { effect, .. }
+            | Effect::Notify { effect, .. } => Some(*effect),
             Effect::AbortSignal { .. } | Effect::Settled { .. } => None,
         }
     }

@@ -25,6 +25,7 @@ pub mod executor;
 pub mod io;
 pub mod mode;
 pub mod mutation;
+mod observe;
 pub mod projection;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -38,8 +39,8 @@ pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentState, AgentSt
 pub use deps::{ClockRule, Deps, IdRule};
 pub use executor::{Execution, ExecutorStep};
 pub use io::{
-    Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, OpId, OpValue, RunReason,
-    RunResult, Settlement, SignalId, StoreOutcome, ToolOutcome,
+    AgentEventKind, Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, NotifyOutcome,
+    ObservedEvent, ObserverSpec, OpId, OpValue, RunReason, RunResult, Settlement, SignalId, StoreOutcome, ToolOutcome,
 };
 pub use mode::Mode;
 pub use mutation::{Mutation, Mutations};
@@ -65,6 +66,8 @@ pub struct RuntimeDeps {
     pub ids: IdRule,
     pub clock: ClockRule,
     pub mutations: Mutations,
+    /// Extensions that observe agent events, in the order they are told.
+    pub observers: Vec<ObserverSpec>,
 }
 
 /// Why a runtime could not be restored.
@@ -192,6 +195,8 @@ enum Pending {
         op: OpId,
         result: RunResult,
     },
+    /// An observer's handler runs; nothing waits for it.
+    Notify,
 }
 
 impl Pending {
@@ -202,6 +207,7 @@ impl Pending {
             Pending::Hook => "hook",
             Pending::Append { .. } => "append",
             Pending::Write { .. } => "write",
+            Pending::Notify => "notification",
         }
     }
 }
@@ -242,6 +248,7 @@ pub struct Runtime {
     effects: VecDeque<Effect>,
     effect_next: u32,
     signal_next: u32,
+    observers: observe::Observers,
 }
 
 impl Runtime {
@@ -284,6 +291,7 @@ impl Runtime {
                 text.push_str(&format!("\n{}", skill.body));
             }
         }
+        let restored_messages = initial_messages.len();
         let agent = Agent::new(AgentOptions {
             initial_messages,
             steps_max: config.steps_max,
@@ -312,6 +320,7 @@ impl Runtime {
             effects: VecDeque::new(),
             effect_next: 1,
             signal_next: 1,
+            observers: observe::Observers::new(deps.observers, restored_messages),
         })
     }
 
@@ -544,6 +553,10 @@ impl Runtime {
                     self.handle_append_outcome(entry, outcome);
                 }
             }
+            (Pending::Notify, Completion::Notify(_)) => {
+                // An observer only watches: its answer, even a throw, changes nothing.
+                self.pending.remove(&effect);
+            }
             (Pending::Write { .. }, Completion::Write(outcome)) => {
                 let Some(Pending::Write { op, result }) = self.pending.remove(&effect) else {
                     unreachable!("matched above")
@@ -589,6 +602,7 @@ impl Runtime {
             };
             let signal = SignalId(self.signal_next);
             self.signal_next += 1;
+            self.observers.run_started(self.agent.messages().len());
             let user = Message::user(queued.text, self.deps.now());
             let step = self
                 .agent
@@ -608,6 +622,7 @@ impl Runtime {
     /// Serves agent steps until one needs the world.
     fn advance(&mut self, mut step: AgentStep) {
         loop {
+            self.announce(matches!(step, AgentStep::Finished(_)));
             match step {
                 AgentStep::Model { mut signal } => {
                     let messages = self.agent.messages();
@@ -983,6 +998,22 @@ impl Runtime {
         self.effects.push_back(Effect::Settled { op, settlement });
     }
 
+    /// Tells the observers of the messages the agent added since the last step (and, when the
+    /// run `ended`, of its end). Nothing waits for these notifications.
+    fn announce(&mut self, ended: bool) {
+        if self.observers.is_empty() {
+            return;
+        }
+        for (observer, event) in self.observers.announce(self.agent.messages(), ended) {
+            let effect = self.issue(Pending::Notify);
+            self.effects.push_back(Effect::Notify {
+                effect,
+                observer,
+                event,
+            });
+        }
+    }
+
     fn issue(&mut self, pending: Pending) -> EffectId {
         let effect = EffectId(self.effect_next);
         self.effect_next += 1;
@@ -1018,6 +1049,7 @@ fn completion_name(completion: &Completion) -> &'static str {
         Completion::Hook(_) => "a hook outcome",
         Completion::Append(_) => "an append outcome",
         Completion::Write(_) => "a write outcome",
+        Completion::Notify(_) => "a notification outcome",
     }
 }
 

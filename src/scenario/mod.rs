@@ -32,7 +32,8 @@
 //! | tool calls in one response | `model[i].toolCalls` | 1,000 |
 //! | streamed chunks of one response | `model[i].chunks` | 1 to 1,000 |
 //! | operations | `operations` | 1 to 10,000 |
-//! | extensions, tools | `extensions`, `tools` | 1,000 each |
+//! | extensions, observers, tools | `extensions`, `observers`, `tools` | 1,000 each |
+//! | an observer's scripted answers | `observers[i].answers` | 100,000 |
 //! | model requests per prompt | `config.maxSteps` | 1,000 |
 //! | first id number | `config.ids.start` | 10^12 |
 //! | clock start, clock step | `config.clock.startMs`, `stepMs` | 4,102,444,800,000 (2100-01-01), 86,400,000 (a day) |
@@ -78,6 +79,10 @@ pub struct Scenario {
     pub resources: Resources,
     #[serde(default)]
     pub extensions: Vec<ExtensionScript>,
+    /// Extensions that observe agent events (`message_end`, `turn_end`, `agent_end`), each
+    /// notification an effect the schedule completes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<ObserverScript>,
     #[serde(default)]
     pub tools: Vec<ToolScript>,
     #[serde(default)]
@@ -207,6 +212,38 @@ fn default_budget() -> ContextBudget {
         total: 100_000,
         reserved_output: 0,
         safety_margin: 0,
+    }
+}
+
+/// An extension that observes agent events, and how its handler answers each notification
+/// (consumed in order; when the list runs out the handler returns).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObserverScript {
+    pub name: String,
+    pub events: Vec<crate::runtime::AgentEventKind>,
+    /// A slow handler: the canonical schedule completes its notifications only when nothing
+    /// else can go (other schedules complete them whenever they choose).
+    #[serde(default)]
+    pub slow: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<ObserverAnswer>,
+}
+
+/// `"return"` or `{"throw": "message"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ObserverAnswer {
+    Return,
+    Throw(String),
+}
+
+impl ObserverScript {
+    pub fn spec(&self) -> crate::runtime::ObserverSpec {
+        crate::runtime::ObserverSpec {
+            name: self.name.clone(),
+            events: self.events.clone(),
+        }
     }
 }
 
@@ -782,8 +819,10 @@ pub mod limits {
     pub const CHUNKS_MAX: u32 = 1_000;
     /// `operations`.
     pub const OPERATIONS_MAX: usize = 10_000;
-    /// `extensions`, `tools`.
+    /// `extensions`, `observers`, `tools`.
     pub const EXTENSIONS_MAX: usize = 1_000;
+    /// `observers[i].answers`.
+    pub const OBSERVER_ANSWERS_MAX: usize = 100_000;
     pub const TOOLS_MAX: usize = 1_000;
     /// `config.maxSteps`: model requests per prompt.
     pub const STEPS_MAX: u32 = 1_000;
@@ -836,6 +875,29 @@ fn validate_limits(scenario: &Scenario) -> Result<(), Problem> {
         check_count("schedule", schedule.len(), crate::sim::STEPS_MAX)?;
     }
     check_count("extensions", scenario.extensions.len(), limits::EXTENSIONS_MAX)?;
+    check_count("observers", scenario.observers.len(), limits::EXTENSIONS_MAX)?;
+    for (index, observer) in scenario.observers.iter().enumerate() {
+        check_count(
+            &format!("observers[{index}].answers"),
+            observer.answers.len(),
+            limits::OBSERVER_ANSWERS_MAX,
+        )?;
+        if observer.events.is_empty() {
+            return Err(at(
+                &format!("observers[{index}].events"),
+                "an observer subscribes to at least one event (message_end, turn_end, agent_end)",
+            ));
+        }
+        if scenario.observers[..index]
+            .iter()
+            .any(|other| other.name == observer.name)
+        {
+            return Err(at(
+                &format!("observers[{index}].name"),
+                format!("`{}` names two observers", observer.name),
+            ));
+        }
+    }
     check_count("tools", scenario.tools.len(), limits::TOOLS_MAX)?;
     let config = &scenario.config;
     check_number("config.maxSteps", config.max_steps, limits::STEPS_MAX)?;

@@ -31,8 +31,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::model::{AssistantMessage, SessionEntry, ToolCall, ToolResultMessage};
 use crate::runtime::{
-    Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, OpId, OpValue, RunResult,
-    Runtime, Settlement, StoreOutcome, ToolOutcome,
+    Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, NotifyOutcome, ObservedEvent,
+    OpId, OpValue, RunResult, Runtime, Settlement, StoreOutcome, ToolOutcome,
 };
 use crate::sim::{Subject, SubjectFailure};
 use crate::trace::{AppendAnswer, Event, Operation};
@@ -152,6 +152,10 @@ pub trait ToolService {
         call: ToolCall,
         result: Option<ToolResultMessage>,
     ) -> LocalFuture<HookOutcome>;
+    /// An observer's handler, called with an agent event (default: it returns at once).
+    fn notify(&self, _observer: String, _event: ObservedEvent) -> LocalFuture<NotifyOutcome> {
+        Box::pin(async { NotifyOutcome::Ok })
+    }
 }
 
 /// A mode's output sink.
@@ -474,6 +478,21 @@ impl<C: Core> Driver<C> {
                         Err(cause) => StoreOutcome::Failed(cause),
                     };
                     (Completion::Write(outcome), answer)
+                });
+            }
+            Effect::Notify {
+                effect,
+                observer,
+                event,
+            } => {
+                let future = self.services.tools.notify(observer, event);
+                self.answer(effect, async move {
+                    let outcome = future.await;
+                    let answer = Event::NotifyAnswer {
+                        effect,
+                        answer: outcome.clone(),
+                    };
+                    (Completion::Notify(outcome), answer)
                 });
             }
             Effect::AbortSignal { signal } => {

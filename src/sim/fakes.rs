@@ -178,6 +178,7 @@ pub fn request_text(request: &ModelRequest) -> String {
 pub struct Scripts {
     tool_cursors: BTreeMap<String, usize>,
     hook_cursors: BTreeMap<(String, HookPhase), usize>,
+    notify_cursors: BTreeMap<String, usize>,
 }
 
 impl Scripts {
@@ -195,6 +196,23 @@ impl Scripts {
     }
 
     /// The next scripted answer of an extension's hook (default: allow / observe).
+    /// How an observer's handler answers its next notification (default: it returns), and
+    /// whether it is slow.
+    pub fn next_notify(&mut self, scenario: &Scenario, observer: &str) -> (crate::runtime::NotifyOutcome, bool) {
+        use crate::runtime::NotifyOutcome;
+        use crate::scenario::ObserverAnswer;
+        let cursor = self.notify_cursors.entry(observer.to_string()).or_insert(0);
+        let script = scenario.observers.iter().find(|script| script.name == observer);
+        let outcome = match script.and_then(|script| script.answers.get(*cursor)) {
+            None | Some(ObserverAnswer::Return) => NotifyOutcome::Ok,
+            Some(ObserverAnswer::Throw(message)) => NotifyOutcome::Threw {
+                message: message.clone(),
+            },
+        };
+        *cursor += 1;
+        (outcome, script.is_some_and(|script| script.slow))
+    }
+
     pub fn next_hook(&mut self, scenario: &Scenario, extension: &str, phase: HookPhase) -> HookOutcome {
         let cursor = self.hook_cursors.entry((extension.to_string(), phase)).or_insert(0);
         let script = scenario.extensions.iter().find(|script| script.name == extension);

@@ -244,6 +244,11 @@ enum PendingKind {
     Write {
         error: Option<Cause>,
     },
+    /// An observer's notification; a slow observer's comes last on the canonical schedule.
+    Notify {
+        answer: crate::runtime::NotifyOutcome,
+        slow: bool,
+    },
 }
 
 impl PendingKind {
@@ -254,6 +259,8 @@ impl PendingKind {
             PendingKind::Hook { .. } => 3,
             PendingKind::Append { .. } => 4,
             PendingKind::Write { .. } => 5,
+            // Observers are extensions: they share the hooks' lane.
+            PendingKind::Notify { .. } => 3,
         }
     }
 }
@@ -453,12 +460,17 @@ impl<'a> World<'a> {
                 choices.push(Choice::Deliver { index: self.next_op });
             }
         }
-        for pending in &self.pending {
-            if self.ready(pending) {
-                choices.push(Choice::Complete {
-                    effect: pending.effect,
-                    lane: pending.kind.lane(),
-                });
+        let slow = |pending: &Pending| matches!(pending.kind, PendingKind::Notify { slow: true, .. });
+        // A slow observer's notifications go last, so the canonical schedule (the first
+        // choice) completes them only when nothing else can go.
+        for late in [false, true] {
+            for pending in self.pending.iter().filter(|pending| slow(pending) == late) {
+                if self.ready(pending) {
+                    choices.push(Choice::Complete {
+                        effect: pending.effect,
+                        lane: pending.kind.lane(),
+                    });
+                }
             }
         }
     }
@@ -564,6 +576,15 @@ impl<'a> World<'a> {
                 self.push(Event::AppendAnswer { effect, answer });
                 Completion::Append(outcome)
             }
+            PendingKind::Notify { answer, .. } => {
+                let answer = answer.clone();
+                self.pending.remove(position);
+                self.push(Event::NotifyAnswer {
+                    effect,
+                    answer: answer.clone(),
+                });
+                Completion::Notify(answer)
+            }
             PendingKind::Write { error } => {
                 let error = error.clone();
                 self.pending.remove(position);
@@ -626,6 +647,10 @@ impl<'a> World<'a> {
             Effect::Write { effect, .. } => {
                 let error = self.store.plan_write(&self.scenario.faults);
                 (effect, PendingKind::Write { error })
+            }
+            Effect::Notify { effect, observer, .. } => {
+                let (answer, slow) = self.scripts.next_notify(self.scenario, &observer);
+                (effect, PendingKind::Notify { answer, slow })
             }
             Effect::AbortSignal { signal } => {
                 self.aborted.insert(signal);

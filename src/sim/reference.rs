@@ -48,6 +48,11 @@ pub fn runtime_parts(scenario: &Scenario, mutations: Mutations) -> (RuntimeConfi
         ids: scenario.config.ids.clone(),
         clock: scenario.config.clock.clone(),
         mutations,
+        observers: scenario
+            .observers
+            .iter()
+            .map(crate::scenario::ObserverScript::spec)
+            .collect(),
     };
     (config, deps)
 }
@@ -204,6 +209,7 @@ impl SelfCheck {
                     "append"
                 }
                 Effect::Write { .. } => "write",
+                Effect::Notify { .. } => "notification",
                 Effect::AbortSignal { .. } | Effect::Settled { .. } => continue,
             };
             let id = effect

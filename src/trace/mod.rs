@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use crate::model::{AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
 use crate::runtime::{
-    Cause, Effect, EffectId, HookOutcome, HookPhase, OpId, OpValue, Settlement, SignalId, ToolOutcome,
+    Cause, Effect, EffectId, HookOutcome, HookPhase, NotifyOutcome, ObservedEvent, OpId, OpValue, Settlement, SignalId,
+    ToolOutcome,
 };
 
 /// An operation as the scenario states it.
@@ -211,6 +212,17 @@ pub enum Event {
         op: OpId,
         settlement: Settlement,
     },
+    /// An observer's handler was called with an agent event.
+    Notify {
+        effect: EffectId,
+        observer: String,
+        agent_event: ObservedEvent,
+    },
+    /// The observer's handler returned or threw.
+    NotifyAnswer {
+        effect: EffectId,
+        answer: NotifyOutcome,
+    },
     /// The networked world changed: a partition, a hold, a store crash or restart (`at_ms` is
     /// simulated time).
     Net {
@@ -279,6 +291,15 @@ impl Event {
             Effect::Write { effect, text } => Event::Write {
                 effect: *effect,
                 text: text.clone(),
+            },
+            Effect::Notify {
+                effect,
+                observer,
+                event,
+            } => Event::Notify {
+                effect: *effect,
+                observer: observer.clone(),
+                agent_event: event.clone(),
             },
             Effect::AbortSignal { signal } => Event::AbortSignal { signal: *signal },
             Effect::Settled { op, settlement } => Event::Settled {
@@ -410,6 +431,23 @@ fn describe(event: &Event) -> (String, &'static str, String) {
                 .map(|cause| format!("failed {cause}"))
                 .unwrap_or_else(|| "ok".into()),
         ),
+        Event::Notify {
+            effect,
+            observer,
+            agent_event,
+        } => (
+            effect.to_string(),
+            "notify",
+            format!("{observer} {}", describe_observed(agent_event)),
+        ),
+        Event::NotifyAnswer { effect, answer } => (
+            effect.to_string(),
+            "complete",
+            match answer {
+                NotifyOutcome::Ok => "returned".to_string(),
+                NotifyOutcome::Threw { message } => format!("threw {}", quote(message)),
+            },
+        ),
         Event::AbortSignal { signal } => (signal.to_string(), "abort_signal", String::new()),
         Event::Settled { op, settlement } => (op.to_string(), "settled", describe_settlement(settlement)),
         Event::Net { at_ms, change } => ("-".into(), "net", format!("t={at_ms}ms {}", change.describe())),
@@ -450,6 +488,20 @@ fn describe(event: &Event) -> (String, &'static str, String) {
                     undelivered.join(",")
                 ),
             )
+        }
+    }
+}
+
+/// `message_end assistant`, `turn_end assistant results=2`, `agent_end messages=[user,assistant]`.
+fn describe_observed(event: &ObservedEvent) -> String {
+    match event {
+        ObservedEvent::MessageEnd { message } => format!("message_end {}", message.role()),
+        ObservedEvent::TurnEnd { message, tool_results } => {
+            format!("turn_end {} results={}", message.role(), tool_results.len())
+        }
+        ObservedEvent::AgentEnd { messages } => {
+            let roles: Vec<&str> = messages.iter().map(Message::role).collect();
+            format!("agent_end messages=[{}]", roles.join(","))
         }
     }
 }

@@ -76,6 +76,11 @@ pub enum SeamBug {
     LibraryReasonAlwaysStop,
     /// json mode lists only the run's new messages, not the transcript.
     JsonMessagesSuffixOnly,
+    /// The runtime waits for its observers before it stores: an append is issued only once
+    /// every observer notification has been answered (Pi awaits extension handlers first).
+    AppendsWaitForObservers,
+    /// An observer's error escapes the extension host: the next prompt to settle rejects with it.
+    ObserverErrorRejectsPrompt,
     // Bugs of one window of a run: what the runtime does depends on what is in flight when an
     // operation or answer arrives. Most of these windows are never opened by the canonical
     // schedule (operations first, effects oldest first): `interleaving_only` names that tier.
@@ -143,6 +148,8 @@ impl SeamBug {
         SeamBug::MaxStepsOffByOne,
         SeamBug::LibraryReasonAlwaysStop,
         SeamBug::JsonMessagesSuffixOnly,
+        SeamBug::AppendsWaitForObservers,
+        SeamBug::ObserverErrorRejectsPrompt,
         SeamBug::AbortLostDuringAfterHook,
         SeamBug::AbortLostOnLaterRequest,
         SeamBug::AbortLostAfterLastChunk,
@@ -188,6 +195,8 @@ impl SeamBug {
             SeamBug::MaxStepsOffByOne => "max-steps-off-by-one",
             SeamBug::LibraryReasonAlwaysStop => "library-reason-always-stop",
             SeamBug::JsonMessagesSuffixOnly => "json-messages-suffix-only",
+            SeamBug::AppendsWaitForObservers => "appends-wait-for-observers",
+            SeamBug::ObserverErrorRejectsPrompt => "observer-error-rejects-prompt",
             SeamBug::AbortLostDuringAfterHook => "abort-lost-during-after-hook",
             SeamBug::AbortLostOnLaterRequest => "abort-lost-on-later-request",
             SeamBug::AbortLostAfterLastChunk => "abort-lost-after-last-chunk",
@@ -260,6 +269,12 @@ pub struct SeamSubject {
     appends_this_run: usize,
     /// The window the world's next move lands in (the interleaving tier).
     window: Window,
+    /// Observer notifications issued and not answered (`AppendsWaitForObservers`).
+    notifications_pending: std::collections::BTreeSet<EffectId>,
+    /// Appends held until no notification is pending (`AppendsWaitForObservers`).
+    held_appends: Vec<Effect>,
+    /// The last error an observer threw (`ObserverErrorRejectsPrompt`).
+    observer_error: Option<String>,
 }
 
 /// What is in flight: the window an operation or an answer lands in.
@@ -313,6 +328,9 @@ impl SeamSubject {
             control_ops: Vec::new(),
             appends_this_run: 0,
             window: Window::default(),
+            notifications_pending: std::collections::BTreeSet::new(),
+            held_appends: Vec::new(),
+            observer_error: None,
         }
     }
 
@@ -380,8 +398,7 @@ impl SeamSubject {
                 Completion::Hook(_) => {
                     window.hooks.remove(effect);
                 }
-                Completion::Write(_) => {}
-                Completion::Append(_) => {}
+                Completion::Write(_) | Completion::Append(_) | Completion::Notify(_) => {}
             }
         }
     }
@@ -487,6 +504,15 @@ impl SeamSubject {
             Input::Steer { op, .. } | Input::FollowUp { op, .. } | Input::Abort { op } => self.control_ops.push(*op),
             Input::Complete {
                 effect,
+                completion: Completion::Notify(outcome),
+            } => {
+                self.notifications_pending.remove(effect);
+                if let crate::runtime::NotifyOutcome::Threw { message } = outcome {
+                    self.observer_error = Some(message.clone());
+                }
+            }
+            Input::Complete {
+                effect,
                 completion: Completion::Append(outcome),
             } => {
                 if let Some(message) = self.appends_in_flight.remove(effect).flatten() {
@@ -506,6 +532,9 @@ impl SeamSubject {
         };
         let mut produced = Vec::new();
         self.inner.deliver(input, &mut produced)?;
+        if self.notifications_pending.is_empty() {
+            effects.append(&mut self.held_appends);
+        }
         let mut queue: std::collections::VecDeque<Effect> = produced.into();
         while let Some(effect) = queue.pop_front() {
             if let Some(answer) = self.answered_here(&effect) {
@@ -550,6 +579,31 @@ impl SeamSubject {
         write_failure: Option<&Cause>,
         late_write_failure: bool,
     ) -> Option<Effect> {
+        if let Effect::Notify { effect: id, .. } = &effect {
+            self.notifications_pending.insert(*id);
+        }
+        match (self.bug, &effect) {
+            (SeamBug::AppendsWaitForObservers, Effect::Append { .. })
+                if !self.notifications_pending.is_empty() || !self.held_appends.is_empty() =>
+            {
+                self.held_appends.push(effect);
+                return None;
+            }
+            (
+                SeamBug::ObserverErrorRejectsPrompt,
+                Effect::Settled {
+                    op,
+                    settlement: Settlement::Resolved(OpValue::Run(_)),
+                },
+            ) if self.observer_error.is_some() => {
+                let message = self.observer_error.take().unwrap_or_default();
+                return Some(Effect::Settled {
+                    op: *op,
+                    settlement: Settlement::Rejected(Cause::new("extension.error", message)),
+                });
+            }
+            _ => {}
+        }
         match effect {
             Effect::ModelRequest {
                 effect,

@@ -94,6 +94,90 @@ fn file_unreadable_after_crash(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
     }
 }
 
+/// The first message an observer is told of by message_end is not the one stored: its text
+/// changed between the telling and the storing.
+fn observer_told_another_message(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    use agentsim::model::Message;
+    use agentsim::runtime::ObservedEvent;
+    let told = trace.events.iter_mut().find_map(|event| match event {
+        Event::Notify {
+            agent_event: ObservedEvent::MessageEnd { message },
+            ..
+        } => Some(message),
+        _ => None,
+    });
+    match told.expect("the scenario has a message_end observer") {
+        Message::User(user) => user.content = agentsim::model::UserContent::Text("a different prompt".into()),
+        other => panic!("the first message told is the prompt, not {other:?}"),
+    }
+}
+
+/// The runs' agent_end notifications (and their answers) never happen.
+fn agent_end_never_told(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    use agentsim::runtime::ObservedEvent;
+    let ends: Vec<agentsim::runtime::EffectId> = trace
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Notify {
+                effect,
+                agent_event: ObservedEvent::AgentEnd { .. },
+                ..
+            } => Some(*effect),
+            _ => None,
+        })
+        .collect();
+    trace.events.retain(|event| match event {
+        Event::Notify { effect, .. } | Event::NotifyAnswer { effect, .. } => !ends.contains(effect),
+        _ => true,
+    });
+}
+
+/// The second prompt is rejected with the error the observer threw at the end of the first run.
+fn observer_error_rejects_a_prompt(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    use agentsim::runtime::{Cause, NotifyOutcome, Settlement};
+    let thrown = trace
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::NotifyAnswer {
+                answer: NotifyOutcome::Threw { message },
+                ..
+            } => Some(message.clone()),
+            _ => None,
+        })
+        .next_back()
+        .expect("the observer throws");
+    let last = trace
+        .events
+        .iter_mut()
+        .rev()
+        .find_map(|event| match event {
+            Event::Settled { settlement, .. } => Some(settlement),
+            _ => None,
+        })
+        .expect("an operation settles");
+    *last = Settlement::Rejected(Cause::new("extension.error", thrown));
+}
+
+/// The runtime waits for its observer: the last append is issued only once the observer of the
+/// message before it answered (moved right behind that answer).
+fn append_waits_for_observer(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let answer = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::NotifyAnswer { .. }))
+        .expect("an observer answers");
+    let append = trace
+        .events
+        .iter()
+        .rposition(|event| matches!(event, Event::Append { .. }))
+        .expect("the scenario appends");
+    let event = trace.events.remove(append);
+    let answer = if append < answer { answer - 1 } else { answer };
+    trace.events.insert(answer + 1, event);
+}
+
 /// One bite per rule at least; rules with several ways to break have a bite per way.
 const BITES: &[Bite] = &[
     mutant(
@@ -347,6 +431,36 @@ const BITES: &[Bite] = &[
     mutant("AGENT-8", "agent/abort-mid-stream", "abort-ignored"),
     mutant("AGENT-8", "agent/abort-mid-tool", "abort-ignored"),
     edit("AGENT-8", "agent/abort-mid-stream", abort_signal_removed),
+    edit(
+        "OBSERVE-1",
+        "observers/slow-observer-changes-nothing",
+        observer_told_another_message,
+    ),
+    edit(
+        "OBSERVE-2",
+        "observers/two-observers-steer-and-queue",
+        agent_end_never_told,
+    ),
+    edit(
+        "OBSERVE-3",
+        "observers/observer-throws-is-contained",
+        observer_error_rejects_a_prompt,
+    ),
+    edit(
+        "OBSERVE-4",
+        "observers/slow-observer-changes-nothing",
+        append_waits_for_observer,
+    ),
+    mutant(
+        "OBSERVE-3",
+        "observers/observer-throws-is-contained",
+        "observer-error-rejects-prompt",
+    ),
+    mutant(
+        "OBSERVE-4",
+        "observers/slow-observer-changes-nothing",
+        "appends-wait-for-observers",
+    ),
     edit("DURABLE-1", "durability/crash-after-two-acks", acknowledged_entry_lost),
     mutant("DURABLE-2", "durability/ack-lost-after-apply", "leaf-before-accept"),
     mutant(

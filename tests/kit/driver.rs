@@ -346,6 +346,7 @@ impl Driver {
                 }
             }
             Effect::Write { .. } => Completion::Write(self.write_outcomes.pop_front().unwrap_or(StoreOutcome::Ok)),
+            Effect::Notify { .. } => Completion::Notify(agentsim::runtime::NotifyOutcome::Ok),
             Effect::AbortSignal { .. } | Effect::Settled { .. } => unreachable!("notifications are never pending"),
         }
     }
@@ -436,6 +437,7 @@ fn effect_kind(effect: &Effect) -> &'static str {
         Effect::Hook { .. } => "hook",
         Effect::Append { .. } => "append",
         Effect::Write { .. } => "write",
+        Effect::Notify { .. } => "notify",
         Effect::AbortSignal { .. } => "abort",
         Effect::Settled { .. } => "settled",
     }
@@ -457,6 +459,7 @@ fn render(effect: &Effect) -> String {
             )
         }
         Effect::Write { .. } => kind.to_string(),
+        Effect::Notify { observer, event, .. } => format!("{kind} {observer} {}", event.kind().name()),
         Effect::AbortSignal { signal } => format!("{kind} {signal}"),
         Effect::Settled { op, settlement } => match settlement {
             Settlement::Resolved(_) => format!("{kind} {op} resolved"),

@@ -209,6 +209,7 @@ prop_compose! {
             },
             resources: Default::default(),
             extensions,
+            observers: Vec::new(),
             tools: vec![ToolScript {
                 name: "note".into(),
                 description: "Record a note".into(),

@@ -1,0 +1,233 @@
+//! OBSERVE: extension event observers (`observers` in a scenario; `notify` effects).
+//!
+//! An observer only watches. What it is told must be what is stored (OBSERVE-1), every run
+//! tells it of its end once (OBSERVE-2), its failure is contained (OBSERVE-3), and its answer
+//! never sets anything in motion: no store write, no request, no settlement waits for an
+//! observer (OBSERVE-4), so what is stored and when a prompt resolves do not depend on how slow
+//! an observer is.
+
+use crate::model::{Message, SessionEntry};
+use crate::runtime::{AgentEventKind, NotifyOutcome, ObservedEvent};
+use crate::trace::Event;
+
+use super::timeline::{Line, Timeline};
+use super::Violation;
+
+/// The observers that subscribe to `kind`, by name.
+fn subscribers<'t>(timeline: &'t Timeline<'_>, kind: AgentEventKind) -> impl Iterator<Item = &'t str> {
+    timeline
+        .scenario
+        .observers
+        .iter()
+        .filter(move |observer| observer.events.contains(&kind))
+        .map(|observer| observer.name.as_str())
+}
+
+/// The message entries the runtime appended, in the order it issued the appends.
+fn appended_messages<'t>(timeline: &'t Timeline<'_>) -> Vec<(Line, &'t Message)> {
+    timeline
+        .appends
+        .iter()
+        .filter_map(|append| SessionEntry::as_message(append.entry).map(|message| (append.line, message)))
+        .collect()
+}
+
+/// OBSERVE-1: for each observer of `message_end`, the appended messages, in order, are a
+/// prefix of the messages it was told of, in order: nothing is stored that it was not told of,
+/// and what it was told is what is stored.
+pub fn observe_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let appended = appended_messages(timeline);
+    for observer in subscribers(timeline, AgentEventKind::MessageEnd) {
+        let told: Vec<(Line, &Message)> = timeline
+            .notifications
+            .iter()
+            .filter(|info| info.observer == observer)
+            .filter_map(|info| match info.event {
+                ObservedEvent::MessageEnd { message } => Some((info.line, message)),
+                _ => None,
+            })
+            .collect();
+        for (index, (line, message)) in appended.iter().enumerate() {
+            match told.get(index) {
+                None => {
+                    violations.push(Violation::new(
+                        "OBSERVE-1",
+                        &[*line],
+                        format!(
+                            "the {} message appended (a {}) was never announced to observer `{observer}` by message_end",
+                            ordinal(index + 1),
+                            message.role()
+                        ),
+                    ));
+                    break;
+                }
+                Some((told_line, told_message)) if told_message != message => {
+                    violations.push(Violation::new(
+                        "OBSERVE-1",
+                        &[*told_line, *line],
+                        format!(
+                            "observer `{observer}` was told of a {} by message_end that differs from the {} message appended (a {})",
+                            told_message.role(),
+                            ordinal(index + 1),
+                            message.role()
+                        ),
+                    ));
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    violations
+}
+
+/// The runs of a trace: prompt-like operations that issued a model request (their run started).
+fn runs(timeline: &Timeline<'_>) -> usize {
+    timeline
+        .ops
+        .iter()
+        .filter(|info| info.is_prompt_like() && !timeline.requests_of(info.op).is_empty())
+        .count()
+}
+
+/// OBSERVE-2: when nothing is left pending, each observer of `agent_end` was told of exactly
+/// one end per run, and each end carries the run's messages, starting with its prompt.
+pub fn observe_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let Some((end_line, pending)) = timeline.end else {
+        return violations;
+    };
+    if !pending.is_empty() {
+        return violations;
+    }
+    let runs = runs(timeline);
+    for observer in subscribers(timeline, AgentEventKind::AgentEnd) {
+        let ends: Vec<(Line, &Vec<Message>)> = timeline
+            .notifications
+            .iter()
+            .filter(|info| info.observer == observer)
+            .filter_map(|info| match info.event {
+                ObservedEvent::AgentEnd { messages } => Some((info.line, messages)),
+                _ => None,
+            })
+            .collect();
+        if ends.len() != runs {
+            let mut lines: Vec<Line> = ends.iter().map(|(line, _)| *line).collect();
+            lines.push(end_line);
+            violations.push(Violation::new(
+                "OBSERVE-2",
+                &lines,
+                format!(
+                    "observer `{observer}` was told of {} agent_end(s) for {runs} run(s)",
+                    ends.len()
+                ),
+            ));
+            continue;
+        }
+        for (line, messages) in ends {
+            if !matches!(messages.first(), Some(Message::User(_))) {
+                violations.push(Violation::new(
+                    "OBSERVE-2",
+                    &[line],
+                    format!(
+                        "observer `{observer}` was told of a run's end whose messages do not start with its prompt"
+                    ),
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// OBSERVE-3: an observer's failure is contained: no operation is rejected with the error an
+/// observer threw.
+pub fn observe_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let thrown: Vec<(Line, &str, &str)> = timeline
+        .notifications
+        .iter()
+        .filter_map(|info| match info.answer {
+            Some((line, NotifyOutcome::Threw { message })) => Some((line, info.observer, message.as_str())),
+            _ => None,
+        })
+        .collect();
+    for info in &timeline.ops {
+        let (Some(cause), Some((settled, _))) = (info.rejected_cause(), info.settled) else {
+            continue;
+        };
+        if let Some((line, observer, _)) = thrown
+            .iter()
+            .find(|(line, _, message)| *line < settled && !message.is_empty() && cause.message.contains(message))
+        {
+            violations.push(Violation::new(
+                "OBSERVE-3",
+                &[*line, settled],
+                format!(
+                    "{} was rejected with the error observer `{observer}` threw ({cause}): an observer's failure is not the runtime's",
+                    info.op
+                ),
+            ));
+        }
+    }
+    violations
+}
+
+/// What the runtime did, if `event` is a step of its own that an observer must not set off.
+fn consequential(event: &Event) -> Option<&'static str> {
+    match event {
+        Event::ModelRequest { .. } => Some("a model request"),
+        Event::ToolCall { .. } => Some("a tool call"),
+        Event::Hook { .. } => Some("a hook"),
+        Event::Append { .. } => Some("an append"),
+        Event::Write { .. } => Some("an output write"),
+        Event::Settled { .. } => Some("a settlement"),
+        _ => None,
+    }
+}
+
+/// Whether `event` is an effect or signal the runtime issued (its reaction to an input).
+fn issued(event: &Event) -> bool {
+    consequential(event).is_some() || matches!(event, Event::Notify { .. } | Event::AbortSignal { .. })
+}
+
+/// OBSERVE-4: an observer's answer sets nothing in motion: the runtime's reaction to a
+/// notification's answer holds no store write, model request, tool call, hook, output or
+/// settlement (telling the next observer is allowed).
+pub fn observe_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for info in &timeline.notifications {
+        let Some((answered, _)) = info.answer else {
+            continue;
+        };
+        let reaction = timeline.events[answered + 1..]
+            .iter()
+            .enumerate()
+            .take_while(|(_, event)| issued(event))
+            .find_map(|(offset, event)| consequential(event).map(|what| (offset, what)));
+        if let Some((offset, what)) = reaction {
+            let line = answered + 1 + offset;
+            violations.push(Violation::new(
+                "OBSERVE-4",
+                &[info.line, answered, line],
+                format!(
+                    "observer `{}`'s answer to its {} notification set off {what}: the runtime waited for an observer",
+                    info.observer,
+                    info.event.kind().name(),
+                ),
+            ));
+        }
+    }
+    violations
+}
+
+fn ordinal(number: usize) -> String {
+    let suffix = match (number % 10, number % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{number}{suffix}")
+}
