@@ -17,6 +17,10 @@
 //! happens is **stale**; both fail the run. Listed scenarios that were not run, or ran as not
 //! applicable, are reported and neither confirm nor contradict the file.
 //!
+//! A deviation that shows only on some schedules lists those scenarios under `explored`
+//! instead: `run` allows them and never calls them stale, and `agentsim explore --expect FILE`
+//! passes when every (scenario, rule) failure it finds is listed under either key.
+//!
 //! The file is strict like a scenario: unknown fields are rejected and every problem names the
 //! file, line and field. This module reads and compares; it never runs anything.
 
@@ -42,7 +46,13 @@ pub struct ExpectationFile {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Deviation {
     pub rule: String,
+    /// Scenarios where the rule fails on the canonical schedule (`run`): each must fail.
     pub scenarios: Vec<String>,
+    /// Scenarios where the same deviation shows only on some explored schedules (`explore
+    /// --expect`): allowed to fail, never required to, so the deviation stays listed once, by
+    /// rule and reason, whatever the schedule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explored: Vec<String>,
     pub reason: String,
     /// The first divergent trace line when the file was written; for readers, not compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,6 +151,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ExpectationFile, ExpectationErro
                 ));
             }
         }
+        for (scenario_index, scenario) in deviation.explored.iter().enumerate() {
+            if !pairs.insert((scenario.clone(), deviation.rule.clone())) {
+                return Err(at(
+                    format!("deviations[{index}].explored[{scenario_index}]"),
+                    format!("`{scenario}` is listed twice for {}", deviation.rule),
+                ));
+            }
+        }
     }
     Ok(file)
 }
@@ -190,6 +208,45 @@ impl Comparison {
 }
 
 /// Compares the failures of `reports` with `file`.
+/// How an exploration's failures compare with a file: `(scenario, rule)` pairs seen and listed
+/// (under `scenarios` or `explored`), and those seen but not listed. Under exploration nothing
+/// is stale: a schedule-dependent deviation need not show on the schedules explored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExploredComparison {
+    pub listed: Vec<Pair>,
+    pub unexpected: Vec<(Pair, String)>,
+}
+
+pub fn compare_explored(file: &ExpectationFile, failures: &[(Pair, String)]) -> ExploredComparison {
+    let allowed: BTreeSet<Pair> = file
+        .deviations
+        .iter()
+        .flat_map(|deviation| {
+            deviation
+                .scenarios
+                .iter()
+                .chain(&deviation.explored)
+                .map(|scenario| Pair {
+                    scenario: scenario.clone(),
+                    rule: deviation.rule.clone(),
+                })
+        })
+        .collect();
+    let mut comparison = ExploredComparison::default();
+    for (pair, message) in failures {
+        if allowed.contains(pair) {
+            if !comparison.listed.contains(pair) {
+                comparison.listed.push(pair.clone());
+            }
+        } else if !comparison.unexpected.iter().any(|(seen, _)| seen == pair) {
+            comparison.unexpected.push((pair.clone(), message.clone()));
+        }
+    }
+    comparison.listed.sort();
+    comparison.unexpected.sort();
+    comparison
+}
+
 pub fn compare(file: &ExpectationFile, reports: &[CaseReport]) -> Comparison {
     let mut observed: Vec<(Pair, String)> = Vec::new();
     for report in reports {
@@ -217,6 +274,17 @@ pub fn compare(file: &ExpectationFile, reports: &[CaseReport]) -> Comparison {
     let mut comparison = Comparison::default();
     let mut listed = BTreeSet::new();
     for deviation in &file.deviations {
+        // Schedule-dependent: allowed on the canonical schedule too, never required.
+        for scenario in &deviation.explored {
+            let pair = Pair {
+                scenario: scenario.clone(),
+                rule: deviation.rule.clone(),
+            };
+            if observed.iter().any(|(seen, _)| *seen == pair) {
+                comparison.confirmed.push(pair.clone());
+            }
+            listed.insert(pair);
+        }
         for scenario in &deviation.scenarios {
             let pair = Pair {
                 scenario: scenario.clone(),

@@ -68,6 +68,10 @@ pub struct ExploreArgs {
     /// trace) and an index.html to DIR.
     #[arg(long, value_name = "DIR")]
     html_dir: Option<PathBuf>,
+    /// Expected deviations (expectations/<impl>.json): every failing (scenario, rule) found must
+    /// be listed there (under `scenarios` or `explored`); then the run exits 0.
+    #[arg(long, value_name = "FILE")]
+    expect: Option<PathBuf>,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -134,6 +138,16 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     let corpus = match load(args.paths) {
         Ok(corpus) => corpus,
         Err(code) => return code,
+    };
+    let expectations = match &args.expect {
+        Some(path) => match crate::deviations::load(path) {
+            Ok(file) => Some((path.clone(), file)),
+            Err(error) => {
+                eprintln!("agentsim: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => None,
     };
     if args.strategy == StrategyKind::Scripted {
         eprintln!("agentsim: explore needs --strategy random, pct or exhaustive (scripted is one schedule: use `run`)");
@@ -215,6 +229,52 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         if let Err(code) = super::report_pages(dir, written) {
             return code;
         }
+    }
+    if let Some((path, file)) = &expectations {
+        let failures: Vec<(crate::deviations::Pair, String)> = summary
+            .failures
+            .iter()
+            .flat_map(|failure| {
+                let broken = failure.broken.iter().map(|broken| {
+                    (
+                        crate::deviations::Pair {
+                            scenario: failure.scenario.clone(),
+                            rule: crate::deviations::broken_rule(broken),
+                        },
+                        broken.to_string(),
+                    )
+                });
+                let violations = failure.violations.iter().map(|violation| {
+                    (
+                        crate::deviations::Pair {
+                            scenario: failure.scenario.clone(),
+                            rule: violation.rule.clone(),
+                        },
+                        format!("{} (replay: {})", violation.message, failure.replay),
+                    )
+                });
+                broken.chain(violations).collect::<Vec<_>>()
+            })
+            .collect();
+        let comparison = crate::deviations::compare_explored(file, &failures);
+        println!(
+            "expectations {} ({}): {} failing (scenario, rule) pairs, all listed but {} unexpected",
+            path.display(),
+            file.implementation,
+            comparison.listed.len() + comparison.unexpected.len(),
+            comparison.unexpected.len()
+        );
+        for (pair, message) in &comparison.unexpected {
+            println!(
+                "UNEXPECTED {} {}: fails under exploration but is not listed: {message}",
+                pair.scenario, pair.rule
+            );
+        }
+        return if !comparison.unexpected.is_empty() || unreached > 0 {
+            EXIT_VIOLATION
+        } else {
+            EXIT_PASSED
+        };
     }
     if summary.failures.iter().any(|failure| failure.broken.is_some()) {
         EXIT_BROKEN

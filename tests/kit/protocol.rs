@@ -824,3 +824,83 @@ fn explore_drives_an_adapter_under_random_schedules() {
     assert_eq!(mutant.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("--impl '"), "{stdout}");
 }
+
+/// The (scenario, rule) pairs an exploration reports as unexpected.
+fn unexpected_pairs(report: &str) -> std::collections::BTreeSet<(String, String)> {
+    report
+        .lines()
+        .filter_map(|line| line.strip_prefix("UNEXPECTED "))
+        .filter_map(|rest| {
+            let (pair, _) = rest.split_once(':')?;
+            let (scenario, rule) = pair.split_once(' ')?;
+            Some((scenario.to_string(), rule.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn explore_expect_lists_schedule_dependent_deviations_once() {
+    let mutant = format!("{BIN} serve --mutant poison-not-stored");
+    let folder = scratch("explore-expect");
+    let explore = |file: &Path| {
+        agentsim(
+            &[
+                "explore",
+                "scenarios/poison",
+                "--strategy",
+                "random",
+                "--seeds",
+                "3",
+                "--impl",
+                &mutant,
+                "--expect",
+                file.to_str().expect("utf-8"),
+            ],
+            &[],
+        )
+    };
+    // A file that lists nothing this exploration finds: every failure is unexpected.
+    let none = folder.join("none.json");
+    std::fs::write(
+        &none,
+        r#"{"implementation":"agentsim-reference","deviations":[{"rule":"RESTORE-1","scenarios":["nowhere"],"reason":"unrelated"}]}"#,
+    )
+    .expect("writable");
+    let unlisted = explore(&none);
+    assert_eq!(unlisted.code, 1, "{}", unlisted.stdout);
+    let pairs = unexpected_pairs(&unlisted.stdout);
+    assert!(pairs.len() >= 10, "{}", unlisted.stdout);
+    // One deviation per rule: its first scenario canonical, the others under `explored`.
+    let file = |pairs: &std::collections::BTreeSet<(String, String)>| {
+        let mut by_rule: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for (scenario, rule) in pairs {
+            by_rule.entry(rule).or_default().push(scenario);
+        }
+        let deviations: Vec<serde_json::Value> = by_rule
+            .iter()
+            .map(|(rule, scenarios)| {
+                serde_json::json!({"rule": rule, "scenarios": [scenarios[0]], "explored": scenarios[1..],
+                                   "reason": "poison is not stored"})
+            })
+            .collect();
+        serde_json::json!({"implementation": "agentsim-reference", "deviations": deviations}).to_string()
+    };
+    let all = folder.join("all.json");
+    std::fs::write(&all, file(&pairs)).expect("writable");
+    let listed = explore(&all);
+    assert_eq!(listed.code, 0, "{}\n{}", listed.stdout, listed.stderr);
+    assert!(
+        listed.stdout.contains("all listed but 0 unexpected"),
+        "{}",
+        listed.stdout
+    );
+    let mut fewer = pairs.clone();
+    let dropped = fewer.iter().next_back().cloned().expect("a pair");
+    fewer.remove(&dropped);
+    let some = folder.join("some.json");
+    std::fs::write(&some, file(&fewer)).expect("writable");
+    let one_missing = explore(&some);
+    assert_eq!(one_missing.code, 1, "{}", one_missing.stdout);
+    assert_eq!(unexpected_pairs(&one_missing.stdout), [dropped].into_iter().collect());
+    let _ = std::fs::remove_dir_all(folder);
+}
