@@ -137,10 +137,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ExpectationFile, ExpectationErro
                 "every deviation needs its reason".into(),
             ));
         }
-        if deviation.scenarios.is_empty() {
+        if deviation.scenarios.is_empty() && deviation.explored.is_empty() {
             return Err(at(
                 format!("deviations[{index}].scenarios"),
-                "name at least one scenario".into(),
+                "name at least one scenario (under `scenarios`, or `explored` for one seen only under exploration)"
+                    .into(),
             ));
         }
         for (scenario_index, scenario) in deviation.scenarios.iter().enumerate() {

@@ -360,6 +360,10 @@ impl Subject for ExternalSubject {
         } else {
             // A reused adapter is silent after the `idle` that answered `reset`.
             self.check_unsolicited()?;
+            // A verdict shows this run's stderr only, whichever runs the process served before.
+            if let Some(process) = &self.process {
+                process.clear_stderr_tail();
+            }
         }
         let Some(hello) = &self.hello else {
             return Err(SubjectFailure::Protocol {

@@ -346,6 +346,15 @@ impl AdapterProcess {
         self.stderr.lock().map(|tail| tail.snapshot()).unwrap_or_default()
     }
 
+    /// Forgets the stderr lines so far: a reused adapter's verdict shows only its current run's.
+    pub fn clear_stderr_tail(&self) {
+        if let Ok(mut tail) = self.stderr.lock() {
+            tail.lines.clear();
+            tail.partial.clear();
+            tail.partial_cut = false;
+        }
+    }
+
     /// The child's pid (also its process group id).
     pub fn id(&self) -> u32 {
         self.child.id()

@@ -1,0 +1,1235 @@
+// agentsim adapter SDK for JavaScript (Node >= 20, ESM, no dependencies).
+//
+// An adapter lets the agentsim kit drive an agent runtime through the adapter protocol
+// (docs/protocol.md, version 1, and its version 2 delta: many runs per process, `reset`, the
+// `notify` effect of extension observers). This module owns everything the protocol asks of an
+// adapter that is not about the runtime itself:
+//
+// - framing: JSON lines on stdin/stdout, at most 4 MiB, UTF-8; stdout carries protocol lines only
+//   (process.stdout.write and console.log are redirected, to stderr by default);
+// - turn-taking: `hello`; after every kit line, the runtime runs until it is quiescent (only
+//   waiting for the kit), every effect / abort_signal / settled goes out in the order it happened,
+//   then exactly one `idle`; nothing is ever written after `idle` until the kit writes again;
+// - strict parsing of kit lines: a bad line is answered with an `error` message, never a crash;
+// - effect ids and the pending-effect table, for asynchronous (`ctx.effect`) and synchronous
+//   (`ctx.effectSync`, for runtimes whose store API is synchronous) effects, sharing one reader;
+// - abort-signal ids, settlements, the `ids` and `clock` rules, reset, shutdown, end of input.
+//
+// The implementer writes the mapping only: an adapter definition with `hello`, `start`,
+// `operation` and (for protocol 2) `reset`, handed to `runAdapter`. README.md in this folder is
+// the reference; agentsim-adapter.d.ts has the types; template-adapter.mjs is a working example.
+
+import fs from "node:fs";
+import module from "node:module";
+import timers from "node:timers";
+
+/** The newest protocol version this SDK speaks (the default in `hello`). */
+export const PROTOCOL_VERSION = 2;
+/** The versions this SDK can speak. */
+export const PROTOCOL_VERSIONS = Object.freeze([1, 2]);
+/** The longest line either side may write, newline excluded. */
+export const LINE_BYTES_MAX = 4 * 1024 * 1024;
+
+/** Effect kinds, and the completion kinds that answer each. */
+const COMPLETES = Object.freeze({
+    model_request: ["model_chunk", "model_final"],
+    tool_call: ["tool"],
+    hook: ["hook"],
+    append: ["append"],
+    write: ["write"],
+    notify: ["notify"],
+});
+/** Effect kinds that only protocol 2 has. */
+const V2_EFFECTS = new Set(["notify"]);
+
+// =============================================================================================
+// Errors
+// =============================================================================================
+
+/**
+ * Thrown by `ctx.effectSync` when the run it belongs to was reset or replaced while the runtime
+ * was blocked waiting for the kit (and at once by `effectSync` in a run already discarded). The
+ * runtime's stack unwinds; nothing the discarded run does afterwards reaches the kit.
+ */
+export class RunDiscarded extends Error {
+    constructor(message = "the run was reset by the kit") {
+        super(message);
+        this.name = "RunDiscarded";
+        this.code = "agentsim.run_discarded";
+    }
+}
+
+/** A kit line the adapter cannot apply: answered with an `error` message (`code`, `message`). */
+export class KitLineError extends Error {
+    constructor(code, message) {
+        super(message);
+        this.name = "KitLineError";
+        this.code = code;
+    }
+}
+
+/**
+ * The cause a rejected operation reports: `{code, message}` from an Error (`code`, else `name`,
+ * else "Error"), or from any other thrown value.
+ */
+export function causeOf(error) {
+    if (error && typeof error === "object" && "message" in error) {
+        return { code: String(error.code ?? error.name ?? "Error"), message: String(error.message) };
+    }
+    return { code: "Error", message: String(error) };
+}
+
+/** An Error carrying a protocol cause (`{code, message}`), as the runtime would throw it. */
+export function causeError(cause) {
+    const error = new Error(cause?.message ?? "failure");
+    if (cause?.code !== undefined) error.code = cause.code;
+    return error;
+}
+
+// =============================================================================================
+// Raw output: synchronous writes, in order, never through a stream
+// =============================================================================================
+
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+function sleepMs(ms) {
+    Atomics.wait(sleepCell, 0, 0, ms);
+}
+
+function writeAllSync(fd, text) {
+    const buffer = Buffer.from(text, "utf8");
+    let offset = 0;
+    while (offset < buffer.length) {
+        try {
+            offset += fs.writeSync(fd, buffer, offset, buffer.length - offset);
+        } catch (error) {
+            if (error.code === "EAGAIN") {
+                sleepMs(1);
+                continue;
+            }
+            throw error;
+        }
+    }
+}
+
+let logPrefix = "[adapter]";
+
+/** Diagnostics: one line on stderr, prefixed with the adapter's name. Never touches stdout. */
+export function log(...parts) {
+    const text = parts
+        .map((part) => {
+            if (typeof part === "string") return part;
+            if (part instanceof Error) return part.stack ?? String(part);
+            try {
+                return JSON.stringify(part);
+            } catch {
+                return String(part);
+            }
+        })
+        .join(" ");
+    try {
+        writeAllSync(2, `${logPrefix} ${text}\n`);
+    } catch {
+        // stderr is gone: nothing left to tell anyone
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdout belongs to the protocol. Whatever else the process writes to process.stdout (console.log
+// included) goes to the sink: stderr unless the adapter sets another (setStdoutSink).
+// ---------------------------------------------------------------------------------------------
+
+function defaultStdoutSink(text) {
+    writeAllSync(2, text);
+}
+let stdoutSink = defaultStdoutSink;
+
+/**
+ * Where process.stdout.write (and console.log) output goes: `sink(text)` is called synchronously
+ * for each write; `null` restores the default (stderr). A sink that throws makes that write throw.
+ */
+export function setStdoutSink(sink) {
+    if (sink !== null && typeof sink !== "function") throw new TypeError("setStdoutSink(sink): sink must be a function or null");
+    stdoutSink = sink ?? defaultStdoutSink;
+}
+
+process.stdout.write = function writeToStdoutSink(chunk, encodingOrCallback, callback) {
+    const done = typeof encodingOrCallback === "function" ? encodingOrCallback : callback;
+    const encoding = typeof encodingOrCallback === "string" ? encodingOrCallback : "utf8";
+    const text = typeof chunk === "string" ? chunk : Buffer.from(chunk, encoding).toString("utf8");
+    stdoutSink(text);
+    if (done) queueMicrotask(() => done(null));
+    return true;
+};
+
+// =============================================================================================
+// Input: one synchronous line reader, shared by the main loop and by synchronous effects
+// =============================================================================================
+
+/**
+ * Reads newline-terminated lines from a file descriptor synchronously (fs.readSync), so that a
+ * runtime blocked in a synchronous call can wait for the kit's answer exactly where it would
+ * wait for a disk. `next()` returns `{line}` (a string, newline removed), `{oversize: bytes}` for
+ * a line longer than the limit (its bytes are skipped up to the newline), `{invalidUtf8: true}`,
+ * or `null` at end of input. A final line without a newline is still a line.
+ */
+export class LineReader {
+    constructor(fd = 0, limit = LINE_BYTES_MAX) {
+        this.fd = fd;
+        this.limit = limit;
+        this.chunk = Buffer.alloc(64 * 1024);
+        this.start = 0;
+        this.end = 0;
+        this.parts = [];
+        this.partBytes = 0;
+        this.discarding = false;
+        this.eof = false;
+        this.decoder = new TextDecoder("utf-8", { fatal: true });
+    }
+
+    #fill() {
+        for (;;) {
+            try {
+                const count = fs.readSync(this.fd, this.chunk, 0, this.chunk.length, null);
+                this.start = 0;
+                this.end = count;
+                if (count === 0) this.eof = true;
+                return;
+            } catch (error) {
+                if (error.code === "EAGAIN") {
+                    sleepMs(1);
+                    continue;
+                }
+                if (error.code === "EOF") {
+                    this.start = 0;
+                    this.end = 0;
+                    this.eof = true;
+                    return;
+                }
+                throw error;
+            }
+        }
+    }
+
+    #take(bytes) {
+        if (this.discarding) {
+            this.partBytes += bytes.length;
+            return;
+        }
+        if (this.partBytes + bytes.length > this.limit) {
+            this.discarding = true;
+            this.partBytes += bytes.length;
+            this.parts = [];
+            return;
+        }
+        this.parts.push(Buffer.from(bytes));
+        this.partBytes += bytes.length;
+    }
+
+    #finish() {
+        const result = this.discarding
+            ? { oversize: this.partBytes }
+            : (() => {
+                  try {
+                      return { line: this.decoder.decode(Buffer.concat(this.parts, this.partBytes)) };
+                  } catch {
+                      return { invalidUtf8: true };
+                  }
+              })();
+        this.parts = [];
+        this.partBytes = 0;
+        this.discarding = false;
+        return result;
+    }
+
+    /** The next line, or null at end of input. Blocks the thread until one is there. */
+    next() {
+        for (;;) {
+            if (this.start >= this.end) {
+                if (this.eof) return null;
+                this.#fill();
+                if (this.eof) {
+                    if (this.partBytes > 0 || this.discarding) return this.#finish();
+                    return null;
+                }
+            }
+            const newline = this.chunk.indexOf(0x0a, this.start);
+            if (newline >= 0 && newline < this.end) {
+                this.#take(this.chunk.subarray(this.start, newline));
+                this.start = newline + 1;
+                return this.#finish();
+            }
+            this.#take(this.chunk.subarray(this.start, this.end));
+            this.start = this.end;
+        }
+    }
+}
+
+// =============================================================================================
+// Strict parsing of kit lines
+// =============================================================================================
+
+class Malformed extends Error {}
+
+function kindOf(value) {
+    if (value === null) return "null";
+    if (Array.isArray(value)) return "an array";
+    return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+const S = {
+    string: (value, at) => {
+        if (typeof value !== "string") throw new Malformed(`${at}: expected a string, got ${kindOf(value)}`);
+    },
+    uint: (value, at) => {
+        if (!Number.isSafeInteger(value) || value < 0) throw new Malformed(`${at}: expected a non-negative integer, got ${JSON.stringify(value)}`);
+    },
+    bool: (value, at) => {
+        if (typeof value !== "boolean") throw new Malformed(`${at}: expected a boolean, got ${kindOf(value)}`);
+    },
+    any: () => {},
+    object: (value, at) => {
+        if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Malformed(`${at}: expected an object, got ${kindOf(value)}`);
+    },
+    nullable: (inner) => (value, at) => {
+        if (value !== null) inner(value, at);
+    },
+    arrayOf: (inner) => (value, at) => {
+        if (!Array.isArray(value)) throw new Malformed(`${at}: expected an array, got ${kindOf(value)}`);
+        value.forEach((item, index) => inner(item, `${at}[${index}]`));
+    },
+    /** A strict object: exactly these keys (those in `optional` may be absent), no others. */
+    record: (fields, optional = []) => (value, at) => {
+        S.object(value, at);
+        for (const key of Object.keys(value)) {
+            if (!Object.hasOwn(fields, key)) throw new Malformed(`${at}: unknown field \`${key}\``);
+        }
+        for (const [key, check] of Object.entries(fields)) {
+            if (!Object.hasOwn(value, key)) {
+                if (optional.includes(key)) continue;
+                throw new Malformed(`${at}: missing field \`${key}\``);
+            }
+            check(value[key], `${at}.${key}`);
+        }
+    },
+    /** A strict tagged union: `value[tag]` names the variant, whose fields are then strict. */
+    tagged: (tag, variants) => (value, at) => {
+        S.object(value, at);
+        const name = value[tag];
+        if (typeof name !== "string") throw new Malformed(`${at}.${tag}: expected a string, got ${kindOf(name)}`);
+        const variant = Object.hasOwn(variants, name) ? variants[name] : undefined;
+        if (!variant) throw new Malformed(`${at}.${tag}: unknown variant ${JSON.stringify(name)} (expected one of ${Object.keys(variants).join(", ")})`);
+        const fields = { [tag]: S.any, ...(variant.fields ?? variant) };
+        S.record(fields, variant.optional ?? [])(value, at);
+    },
+};
+
+const cause = S.record({ code: S.string, message: S.string });
+const storeOutcome = S.tagged("kind", { ok: {}, failed: { cause } });
+const completionSchema = S.tagged("kind", {
+    model_chunk: { text: S.string },
+    model_final: { message: S.object },
+    tool: {
+        outcome: S.tagged("kind", {
+            ok: { fields: { content: S.arrayOf(S.object), details: S.any, isError: S.bool }, optional: ["details"] },
+            threw: { message: S.string },
+            aborted: {},
+        }),
+    },
+    hook: {
+        answer: S.tagged("kind", {
+            allow: {},
+            deny: { reason: S.string },
+            rewrite_arguments: { arguments: S.any },
+            observe: {},
+            rewrite_result: { content: S.arrayOf(S.object), isError: S.bool },
+            threw: { message: S.string },
+        }),
+    },
+    append: { outcome: storeOutcome },
+    write: { outcome: storeOutcome },
+    notify: { outcome: S.tagged("kind", { ok: {}, threw: { message: S.string } }) },
+});
+const operationSchema = S.tagged("op", {
+    prompt: { text: S.string },
+    flush: {},
+    dispose: {},
+    steer: { text: S.string },
+    followUp: { text: S.string },
+    abort: {},
+    mode: { mode: S.string, text: S.string },
+    library: { text: S.string },
+});
+const scenarioFields = {
+    config: S.record({
+        activeLeafId: S.nullable(S.string),
+        systemPrompt: S.nullable(S.string),
+        maxSteps: S.uint,
+        context: S.record({ total: S.uint, reservedOutput: S.uint, safetyMargin: S.uint }),
+    }),
+    session: S.arrayOf(S.object),
+    resources: S.record(
+        {
+            instructions: S.arrayOf(S.record({ path: S.string, content: S.string })),
+            skills: S.arrayOf(S.record({ name: S.string, description: S.string, body: S.string }, ["body"])),
+        },
+        ["instructions", "skills"],
+    ),
+    tools: S.arrayOf(S.record({ name: S.string, description: S.string, parameters: S.any }, ["description", "parameters"])),
+    extensions: S.arrayOf(S.string),
+    ids: S.record({ prefix: S.string, start: S.uint }),
+    clock: S.record({ startMs: S.uint, stepMs: S.uint }),
+    faults: S.record({
+        appends: S.arrayOf(S.record({ at: S.uint, fault: S.string, error: cause, until: S.any }, ["error", "until"])),
+        writes: S.arrayOf(S.record({ at: S.uint, error: cause })),
+    }),
+};
+const observersSchema = S.arrayOf(S.record({ name: S.string, events: S.arrayOf(S.string) }));
+
+function messageSchemas(protocol) {
+    const scenario =
+        protocol >= 2
+            ? S.record({ ...scenarioFields, observers: observersSchema }, ["observers"])
+            : S.record(scenarioFields);
+    const schemas = {
+        start: S.record({ type: S.any, scenario }),
+        operation: S.record({ type: S.any, op: S.uint, operation: operationSchema }),
+        complete: S.record({ type: S.any, effect: S.uint, completion: completionSchema }),
+        shutdown: S.record({ type: S.any }),
+    };
+    if (protocol >= 2) schemas.reset = S.record({ type: S.any });
+    return schemas;
+}
+const SCHEMAS = { 1: messageSchemas(1), 2: messageSchemas(2) };
+
+/**
+ * Parses one kit line strictly for a protocol version. Returns the message, or throws a
+ * KitLineError whose `code` is `input.garbage` (not a JSON object), `input.malformed` (no string
+ * `type`, or a missing, mistyped or unknown field) or `input.unknown_type`.
+ */
+export function parseKitLine(line, protocol = PROTOCOL_VERSION) {
+    let message;
+    try {
+        message = JSON.parse(line);
+    } catch (error) {
+        throw new KitLineError("input.garbage", `not JSON (${error.message}): ${quote(line)}`);
+    }
+    if (message === null || typeof message !== "object" || Array.isArray(message)) {
+        throw new KitLineError("input.garbage", `not a JSON object but ${kindOf(message)}: ${quote(line)}`);
+    }
+    if (typeof message.type !== "string") {
+        throw new KitLineError("input.malformed", `a kit message needs a string \`type\`, got ${kindOf(message.type)}: ${quote(line)}`);
+    }
+    const schema = (SCHEMAS[protocol] ?? SCHEMAS[PROTOCOL_VERSION])[message.type];
+    if (!schema) throw new KitLineError("input.unknown_type", `unknown message type ${JSON.stringify(message.type)} (protocol ${protocol})`);
+    try {
+        schema(message, message.type);
+    } catch (error) {
+        if (error instanceof Malformed) throw new KitLineError("input.malformed", `bad \`${message.type}\` message: ${error.message}`);
+        throw error;
+    }
+    return message;
+}
+
+function quote(line) {
+    return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the adapter writes: checked before it is written, so that a mapping bug is an exception
+// in the adapter, never a line the kit would call a protocol breach.
+// ---------------------------------------------------------------------------------------------
+
+const effectFieldSchemas = {
+    model_request: S.record({
+        signal: S.uint,
+        request: S.record({ systemPrompt: S.nullable(S.string), messages: S.arrayOf(S.object), tools: S.arrayOf(S.object) }),
+    }),
+    tool_call: S.record({ signal: S.uint, call: S.object }),
+    hook: S.record({ extension: S.string, phase: oneOf("before", "after"), call: S.object, result: S.nullable(S.object) }),
+    append: S.record({ entry: S.object }),
+    write: S.record({ text: S.string }),
+    notify: S.record({ observer: S.string, event: S.object }),
+};
+const runReason = oneOf("stop", "length", "error", "aborted", "max_steps");
+const settlementSchema = S.tagged("status", {
+    resolved: {
+        value: S.tagged("kind", {
+            unit: {},
+            run: { reason: runReason, steps: S.uint, messages: S.arrayOf(S.object) },
+            library: { reason: runReason, text: S.string },
+        }),
+    },
+    rejected: { cause },
+});
+const helloSchema = S.record(
+    {
+        implementation: S.record({ name: S.string, version: S.string }),
+        features: S.arrayOf(S.string),
+        unsupported: (value, at) => {
+            S.object(value, at);
+            for (const [key, reason] of Object.entries(value)) S.string(reason, `${at}.${key}`);
+        },
+    },
+    ["features", "unsupported"],
+);
+
+function oneOf(...names) {
+    return (value, at) => {
+        if (!names.includes(value)) throw new Malformed(`${at}: expected one of ${names.join(", ")}, got ${JSON.stringify(value)}`);
+    };
+}
+
+function checkOwn(schema, value, what) {
+    try {
+        schema(value, what);
+    } catch (error) {
+        if (error instanceof Malformed) throw new TypeError(error.message);
+        throw error;
+    }
+}
+
+// =============================================================================================
+// Quiescence: the runtime has no runnable work, only effects the kit has not completed
+// =============================================================================================
+
+const realSetTimeout = globalThis.setTimeout;
+const realSetImmediate = globalThis.setImmediate;
+
+const quiescence = {
+    /** Consecutive event-loop rounds with nothing pending before the runtime counts as quiet. */
+    quietRounds: 3,
+    /** The longest one drain waits for pending timers and requests (then it logs and goes on). */
+    maxWaitMs: 2000,
+    /** A one-shot timer due later than this is background, not pending work (see README). */
+    timerHorizonMs: 1000,
+    /** Extra resource names (process.getActiveResourcesInfo) that count as pending work. */
+    busyResources: [],
+    /** Resource names that never count as pending work (overrides the defaults). */
+    idleResources: [],
+};
+
+// Requests (one-shot operations that will complete and run a callback) are pending work; handles
+// (sockets, pipes, child processes, watchers, message ports) are long-lived and are not.
+const REQUEST_NAME = /(Req|ReqWrap|ReqCallback|ReqPromise)$|^(WriteWrap|ShutdownWrap|ConnectWrap|SendWrap)$/;
+
+// Timers: a pending setTimeout is work that will run, unless it is due far in the future (a
+// watchdog) or repeats (a heartbeat). The SDK wraps the timer functions to know which is which;
+// timers it did not see being created (timers/promises, internal ones) all count as pending.
+const backgroundTimers = new Set();
+
+function wrapTimerFunctions() {
+    const originalSetTimeout = globalThis.setTimeout;
+    const originalSetInterval = globalThis.setInterval;
+    const originalClearTimeout = globalThis.clearTimeout;
+    const originalClearInterval = globalThis.clearInterval;
+    function setTimeout(callback, delay, ...args) {
+        if (typeof callback !== "function" || !(Number(delay) > quiescence.timerHorizonMs)) {
+            return originalSetTimeout(callback, delay, ...args);
+        }
+        let timer;
+        const fire = function (...fireArgs) {
+            backgroundTimers.delete(timer);
+            return callback.apply(this, fireArgs);
+        };
+        timer = originalSetTimeout(fire, delay, ...args);
+        backgroundTimers.add(timer);
+        return timer;
+    }
+    function setInterval(callback, delay, ...args) {
+        const timer = originalSetInterval(callback, delay, ...args);
+        backgroundTimers.add(timer);
+        return timer;
+    }
+    function clearTimeout(timer) {
+        backgroundTimers.delete(timer);
+        return originalClearTimeout(timer);
+    }
+    function clearInterval(timer) {
+        backgroundTimers.delete(timer);
+        return originalClearInterval(timer);
+    }
+    if (originalSetTimeout[Symbol.for("nodejs.util.promisify.custom")]) {
+        setTimeout[Symbol.for("nodejs.util.promisify.custom")] = originalSetTimeout[Symbol.for("nodejs.util.promisify.custom")];
+    }
+    globalThis.setTimeout = setTimeout;
+    globalThis.setInterval = setInterval;
+    globalThis.clearTimeout = clearTimeout;
+    globalThis.clearInterval = clearInterval;
+    timers.setTimeout = setTimeout;
+    timers.setInterval = setInterval;
+    timers.clearTimeout = clearTimeout;
+    timers.clearInterval = clearInterval;
+    module.syncBuiltinESMExports();
+}
+wrapTimerFunctions();
+
+/** The names of what keeps the runtime busy now; empty when it is quiescent. */
+function pendingWork() {
+    const busy = [];
+    let timeouts = 0;
+    for (const name of process.getActiveResourcesInfo()) {
+        if (quiescence.idleResources.includes(name)) continue;
+        if (name === "Timeout") timeouts += 1;
+        else if (name === "Immediate" || REQUEST_NAME.test(name) || quiescence.busyResources.includes(name)) busy.push(name);
+    }
+    if (timeouts > 0) {
+        let background = 0;
+        for (const timer of backgroundTimers) {
+            if (timer._destroyed === true) backgroundTimers.delete(timer);
+            else if (typeof timer.hasRef !== "function" || timer.hasRef()) background += 1;
+        }
+        for (let index = background; index < timeouts; index++) busy.push("Timeout");
+    }
+    // Work held by the current run (a discarded run's holds count until its reset is done).
+    const holds = server.run?.holds ?? 0;
+    if (holds > 0) busy.push(`hold×${holds}`);
+    return busy;
+}
+
+const nextRound = () => new Promise((resolve) => realSetImmediate(resolve));
+const pause = (ms) => new Promise((resolve) => realSetTimeout(resolve, ms));
+
+/**
+ * Runs the event loop until the runtime is quiescent: `quietRounds` consecutive rounds (each a
+ * full turn of the event loop, so every microtask, nextTick and immediate queued before it has
+ * run) in which no immediate, no near timer, no request (fs, dns, writes, ...) and no `hold` is
+ * pending. Pending timers and requests are waited out in real time, up to `maxWaitMs`.
+ */
+async function drain() {
+    const begin = performance.now();
+    let quiet = 0;
+    while (quiet < quiescence.quietRounds) {
+        await nextRound();
+        const busy = pendingWork();
+        if (busy.length === 0) {
+            quiet += 1;
+            continue;
+        }
+        quiet = 0;
+        if (busy.every((name) => name === "Immediate")) continue;
+        if (performance.now() - begin > quiescence.maxWaitMs) {
+            log(`quiescence: still pending after ${quiescence.maxWaitMs} ms (${busy.join(", ")}); treating the runtime as quiescent`);
+            return;
+        }
+        await pause(1);
+    }
+}
+
+// =============================================================================================
+// The server: one per process
+// =============================================================================================
+
+const server = {
+    protocol: PROTOCOL_VERSION,
+    definition: null,
+    reader: null,
+    /** The current run (live, or discarded and still unwinding), or null between runs. */
+    run: null,
+    runsStarted: 0,
+    /** Kit lines read while the runtime was blocked in effectSync; applied once it returns. */
+    deferred: [],
+    /** Final completions among `deferred`, by effect id (a second one is an error at once). */
+    deferredFinals: new Set(),
+    /** A `reset` (or `start`) read while the runtime was blocked; applied once it unwinds. */
+    pendingReset: null,
+    /** True between reading a kit line and writing its `idle`: the only time the SDK writes. */
+    answering: false,
+    /** True while the SDK waits for the kit inside effectSync. */
+    waiting: false,
+    /** True while `start` runs: the protocol carries no effect then. */
+    starting: false,
+    /** What `hello` said. */
+    hello: null,
+};
+
+function send(message) {
+    const line = JSON.stringify(message);
+    if (Buffer.byteLength(line, "utf8") > LINE_BYTES_MAX) {
+        fatal("adapter.oversize", `a \`${message.type}\` line would exceed ${LINE_BYTES_MAX} bytes; it was not written`);
+    }
+    try {
+        writeAllSync(1, `${line}\n`);
+    } catch (error) {
+        log(`stdout: ${error.code ?? error.message}; the kit is gone`);
+        process.exit(error.code === "EPIPE" ? 0 : 1);
+    }
+}
+
+/** Writes a line of the current answer. Outside an answer nothing is written (and it is logged). */
+function emit(message) {
+    if (!server.answering) {
+        log(`dropped a \`${message.type}\` line written after \`idle\` (an adapter bug): ${quote(JSON.stringify(message))}`);
+        return;
+    }
+    send(message);
+}
+
+function emitIdle() {
+    emit({ type: "idle" });
+    server.answering = false;
+}
+
+function lineError(code, message) {
+    log(`${code}: ${message}`);
+    emit({ type: "error", code, message });
+}
+
+/** The adapter cannot go on: an `error` line (if it may write), the reason on stderr, exit 1. */
+function fatal(code, message) {
+    log(`fatal: ${code}: ${message}`);
+    if (server.answering) {
+        try {
+            writeAllSync(1, `${JSON.stringify({ type: "error", code, message: String(message).slice(0, 100000) })}\n`);
+        } catch {
+            // the kit is gone
+        }
+    }
+    process.exit(1);
+}
+
+function exitNow(code) {
+    try {
+        server.definition?.shutdown?.();
+    } catch (error) {
+        log("shutdown hook threw:", error);
+    }
+    process.exit(code);
+}
+
+/** Reads and parses the next kit line; null at end of input; throws KitLineError for a bad one. */
+function readKitMessage() {
+    for (;;) {
+        const item = server.reader.next();
+        if (item === null) return null;
+        // A blank line is not a message: skipped, not acknowledged (as `agentsim serve` does).
+        if (item.line !== undefined && item.line.trim() === "") continue;
+        server.answering = true;
+        if (item.oversize !== undefined) throw new KitLineError("input.oversize", `an input line of ${item.oversize} bytes exceeds ${LINE_BYTES_MAX}`);
+        if (item.invalidUtf8) throw new KitLineError("input.garbage", "an input line is not valid UTF-8");
+        return parseKitLine(item.line, server.protocol);
+    }
+}
+
+// =============================================================================================
+// A run: the context the mapping gets
+// =============================================================================================
+
+/**
+ * One run of a scenario: created at `start`, discarded at `reset`. Everything it counts (effect
+ * ids, signal ids, the `ids` and `clock` rules) starts afresh in the next run.
+ */
+class RunContext {
+    #effectNext = 1;
+    #pending = new Map();
+    #signals = new Map();
+    #signalNext = 1;
+    #delivered = new Set();
+    #settled = new Set();
+
+    constructor(scenario, number) {
+        /** The `start.scenario` the kit sent (validated). */
+        this.scenario = scenario;
+        /** 1 for the first run of this process, 2 for the next, ... */
+        this.number = number;
+        /** False once the run was reset or replaced: then nothing it does reaches the kit. */
+        this.live = true;
+        /** Promises held with `hold` that have not settled yet. */
+        this.holds = 0;
+        const idRule = { prefix: scenario.ids.prefix, start: scenario.ids.start };
+        const clockRule = { startMs: scenario.clock.startMs, stepMs: scenario.clock.stepMs };
+        /** The `ids` rule: the k-th `next()` (0-based) returns `prefix + (start + k)`. */
+        this.ids = {
+            rule: idRule,
+            count: 0,
+            next: () => `${idRule.prefix}${idRule.start + this.ids.count++}`,
+        };
+        /** The `clock` rule: the k-th `now()` (0-based) returns `startMs + k * stepMs`. */
+        this.clock = {
+            rule: clockRule,
+            count: 0,
+            now: () => clockRule.startMs + this.clock.count++ * clockRule.stepMs,
+        };
+    }
+
+    /** The scenario's observers (protocol 2), `[]` when it has none. */
+    get observers() {
+        return this.scenario.observers ?? [];
+    }
+
+    #checkEffect(kind, fields) {
+        if (!Object.hasOwn(COMPLETES, kind)) throw new TypeError(`unknown effect kind ${JSON.stringify(kind)}`);
+        if (V2_EFFECTS.has(kind) && server.protocol < 2) throw new TypeError(`the \`${kind}\` effect needs protocol 2 (this adapter speaks ${server.protocol})`);
+        if (fields === null || typeof fields !== "object") throw new TypeError("effect fields must be an object");
+        if ("kind" in fields || "id" in fields) throw new TypeError("effect fields must not carry `kind` or `id`: the SDK writes them");
+        if (server.starting) throw new TypeError(`\`${kind}\` effect during \`start\`: the protocol carries no effect before \`started\``);
+        if (server.waiting) throw new TypeError(`\`${kind}\` effect while the SDK waits for the kit in effectSync`);
+        // What JSON.stringify writes is what the kit reads: check that, not the live objects.
+        const wire = JSON.parse(JSON.stringify(fields));
+        checkOwn(effectFieldSchemas[kind], wire, kind);
+        return wire;
+    }
+
+    #emitEffect(kind, wire) {
+        const id = this.#effectNext++;
+        emit({ type: "effect", effect: { kind, id, ...wire } });
+        return id;
+    }
+
+    /**
+     * Issues an effect: the SDK gives it the next id, writes the `effect` line now, and resolves
+     * the promise with the kit's `completion` when it comes (`{kind, ...}` as docs/protocol.md
+     * lists it). A `model_request` is answered by any number of `model_chunk` completions (each
+     * passed to `options.onChunk`, synchronously, if given) and then one `model_final`, which
+     * resolves the promise. In a discarded run nothing is written and the promise never settles.
+     */
+    effect(kind, fields, options = {}) {
+        if (!this.live) return new Promise(() => {});
+        const id = this.#emitEffect(kind, this.#checkEffect(kind, fields));
+        return new Promise((resolve) => {
+            this.#pending.set(id, { kind, resolve, onChunk: options.onChunk });
+        });
+    }
+
+    /**
+     * Issues an effect and blocks until the kit completes it, for runtimes that must have the
+     * answer synchronously (a synchronous store). The SDK writes the effect, then `idle` (the
+     * process can do nothing else but wait), and reads the kit's lines until the `complete` for
+     * it arrives, which it returns. Other lines read meanwhile (operations, completions of other
+     * effects) are acknowledged with `idle` each and applied, in order, once the runtime is
+     * quiescent again. If the kit resets or restarts the run meanwhile, RunDiscarded is thrown
+     * (and is thrown at once by every later call in this run); `shutdown` or end of input exits.
+     */
+    effectSync(kind, fields, options = {}) {
+        if (!this.live) throw new RunDiscarded();
+        const id = this.#emitEffect(kind, this.#checkEffect(kind, fields));
+        return waitSync(this, id, kind, options);
+    }
+
+    /** The pending entry for an effect id, or undefined (internal). */
+    _pending(id) {
+        return this.#pending.get(id);
+    }
+
+    /** Applies a completion to a pending asynchronous effect (internal). */
+    _complete(id, completion) {
+        const pending = this.#pending.get(id);
+        if (completion.kind === "model_chunk") {
+            pending.onChunk?.(completion);
+            return;
+        }
+        this.#pending.delete(id);
+        pending.resolve(completion);
+    }
+
+    /** How many asynchronous effects wait for the kit. */
+    get pendingEffects() {
+        return this.#pending.size;
+    }
+
+    /** Discards the run: pending effects never settle, nothing more is written (internal). */
+    _discard() {
+        this.live = false;
+        this.#pending.clear();
+    }
+
+    /** Writes `abort_signal` for a signal id (one the mapping chose, or from `signalId`). */
+    abortSignal(id) {
+        if (!this.live) return;
+        checkOwn(S.uint, id, "abort_signal.signal");
+        emit({ type: "abort_signal", signal: id });
+    }
+
+    /**
+     * The signal id of an AbortSignal: the next small integer the first time this run sees the
+     * object, the same one afterwards; 0 for none. When the signal fires, `abort_signal` is
+     * written (at once if it has already fired).
+     */
+    signalId(signal) {
+        if (!signal) return 0;
+        let id = this.#signals.get(signal);
+        if (id !== undefined) return id;
+        id = this.#signalNext++;
+        this.#signals.set(signal, id);
+        const fired = () => this.abortSignal(id);
+        if (signal.aborted) queueMicrotask(fired);
+        else signal.addEventListener("abort", fired, { once: true });
+        return id;
+    }
+
+    /** Marks an operation as delivered (internal). */
+    _deliver(op) {
+        if (this.#delivered.has(op)) return false;
+        this.#delivered.add(op);
+        return true;
+    }
+
+    /** Whether operation `op` has been settled in this run. */
+    isSettled(op) {
+        return this.#settled.has(op);
+    }
+
+    /**
+     * Writes `settled` for operation `op`: `{status: "resolved", value}` or
+     * `{status: "rejected", cause: {code, message}}`. Each delivered operation settles once.
+     */
+    settle(op, settlement) {
+        if (!this.live) return;
+        if (!this.#delivered.has(op)) throw new TypeError(`settle(${op}): operation ${op} was never delivered in this run`);
+        if (this.#settled.has(op)) throw new TypeError(`settle(${op}): operation ${op} is already settled`);
+        const wire = JSON.parse(JSON.stringify(settlement));
+        checkOwn(settlementSchema, wire, `settled(${op})`);
+        this.#settled.add(op);
+        emit({ type: "settled", op, settlement: wire });
+    }
+
+    /** settle(op, {status: "resolved", value}); `undefined` is `{kind: "unit"}`. */
+    resolve(op, value) {
+        this.settle(op, { status: "resolved", value: value ?? { kind: "unit" } });
+    }
+
+    /** settle(op, {status: "rejected", cause}) from an Error (see causeOf) or a `{code, message}`. */
+    reject(op, error) {
+        const rejection = error instanceof Error || !(error && typeof error.code === "string") ? causeOf(error) : { code: error.code, message: String(error.message) };
+        this.settle(op, { status: "rejected", cause: rejection });
+    }
+
+    /**
+     * Counts `promise` as pending work until it settles: work the SDK cannot see otherwise (a
+     * worker thread, thread-pool crypto or zlib, a child process). Never hold a promise that
+     * waits for the kit: the runtime would never be quiescent (each drain then gives up after
+     * `maxWaitMs`). Returns `promise`.
+     */
+    hold(promise) {
+        this.holds += 1;
+        const release = () => {
+            this.holds -= 1;
+        };
+        Promise.resolve(promise).then(release, release);
+        return promise;
+    }
+
+    /** Diagnostics to stderr. */
+    log(...parts) {
+        log(...parts);
+    }
+
+    /** The adapter cannot go on: writes an `error` line with `code`, logs, exits 1. */
+    fail(code, message) {
+        fatal(code, message);
+    }
+}
+
+/** The run the kit is driving (possibly discarded and unwinding), or null between runs. */
+export function currentRun() {
+    return server.run;
+}
+
+// =============================================================================================
+// Synchronous effects: block on the shared reader until the kit answers
+// =============================================================================================
+
+function waitSync(run, id, kind, options) {
+    const expected = COMPLETES[kind];
+    server.waiting = true;
+    try {
+        for (;;) {
+            // Every line read here is acknowledged by one `idle`: the first one acknowledges the
+            // line the runtime was answering when it blocked; the line that completes this effect
+            // is acknowledged by the `idle` that ends the answer it continues.
+            emitIdle();
+            let message;
+            try {
+                message = readKitMessage();
+            } catch (error) {
+                if (!(error instanceof KitLineError)) throw error;
+                lineError(error.code, error.message);
+                continue;
+            }
+            if (message === null) exitNow(0);
+            switch (message.type) {
+                case "shutdown":
+                    exitNow(0);
+                    break;
+                case "reset":
+                case "start":
+                    // The kit ends (or replaces) the run while the runtime is blocked here: the
+                    // run is discarded and its stack unwinds; the reset happens once it has.
+                    log(`\`${message.type}\` while the runtime was blocked on fx#${id} (${kind}): the run is discarded`);
+                    server.pendingReset = message;
+                    server.deferred = [];
+                    server.deferredFinals.clear();
+                    run._discard();
+                    throw new RunDiscarded();
+                case "operation":
+                    server.deferred.push(message);
+                    continue;
+                case "complete": {
+                    const completion = message.completion;
+                    if (message.effect === id) {
+                        if (!expected.includes(completion.kind)) {
+                            lineError("input.wrong_completion", `fx#${id} (a pending ${kind} effect) cannot take a completion of kind ${completion.kind}`);
+                            continue;
+                        }
+                        if (completion.kind === "model_chunk") {
+                            options.onChunk?.(completion);
+                            continue;
+                        }
+                        return completion;
+                    }
+                    const pending = run._pending(message.effect);
+                    if (!pending || server.deferredFinals.has(message.effect)) {
+                        lineError("input.unknown_effect", `fx#${message.effect} is not a pending effect`);
+                        continue;
+                    }
+                    if (!COMPLETES[pending.kind].includes(completion.kind)) {
+                        lineError("input.wrong_completion", `fx#${message.effect} (a pending ${pending.kind} effect) cannot take a completion of kind ${completion.kind}`);
+                        continue;
+                    }
+                    if (completion.kind !== "model_chunk") server.deferredFinals.add(message.effect);
+                    server.deferred.push(message);
+                    continue;
+                }
+                default:
+                    lineError("input.unknown_type", `unknown message type ${JSON.stringify(message.type)}`);
+            }
+        }
+    } finally {
+        server.waiting = false;
+    }
+}
+
+// =============================================================================================
+// Applying kit messages
+// =============================================================================================
+
+async function applyMessage(message) {
+    switch (message.type) {
+        case "":
+            return; // nothing: used to finish an answer whose run was discarded
+        case "start":
+            if (server.run) await resetRun();
+            await startRun(message.scenario);
+            return;
+        case "reset":
+            await resetRun();
+            return;
+        case "shutdown":
+            exitNow(0);
+            return;
+        case "operation":
+            applyOperation(message);
+            return;
+        case "complete":
+            applyComplete(message);
+            return;
+        default:
+            lineError("input.unknown_type", `unknown message type ${JSON.stringify(message.type)}`);
+    }
+}
+
+async function startRun(scenario) {
+    const run = new RunContext(scenario, ++server.runsStarted);
+    server.run = run;
+    // One line per run on stderr: the kit shows an adapter's stderr tail in its verdicts, and a
+    // process that serves many runs has the earlier runs' lines in it too. Nothing in it depends
+    // on which runs came before (a report must not depend on how `--jobs` shared them out).
+    log("start");
+    server.starting = true;
+    let result;
+    try {
+        result = await server.definition.start(scenario, run);
+        await drain();
+    } catch (error) {
+        if (error instanceof RunDiscarded) throw error;
+        fatal("adapter.exception", `start threw: ${error?.stack ?? error}`);
+    } finally {
+        server.starting = false;
+    }
+    if (!run.live) return;
+    if (result && typeof result === "object" && "restoreFailed" in result) {
+        const failure = result.restoreFailed;
+        const wire = { code: String(failure?.code ?? "restore.failed"), message: String(failure?.message ?? "") };
+        emit({ type: "restore_failed", cause: wire });
+        return;
+    }
+    const leaf = result?.leaf ?? null;
+    const messages = result?.messages;
+    if ((leaf !== null && typeof leaf !== "string") || !Number.isSafeInteger(messages) || messages < 0) {
+        fatal("adapter.no_start_result", `start must return {leaf: string|null, messages: count} or {restoreFailed: {code, message}}, got ${JSON.stringify(result)}`);
+    }
+    emit({ type: "started", leaf, messages });
+}
+
+async function resetRun() {
+    const run = server.run;
+    if (!run) return;
+    run._discard();
+    // Let whatever the discarded run was doing unwind before anything of the next run starts,
+    // so that none of its clock readings or ids land in the next run.
+    await drain();
+    try {
+        await server.definition.reset?.(run);
+    } catch (error) {
+        fatal("adapter.exception", `reset threw: ${error?.stack ?? error}`);
+    }
+    await drain();
+    server.run = null;
+}
+
+function applyOperation(message) {
+    const run = server.run;
+    if (!run || !run.live) {
+        lineError("input.out_of_turn", `operation ${message.op} before \`start\``);
+        return;
+    }
+    if (message.op === 0 || !run._deliver(message.op)) {
+        lineError("input.malformed", `operation number ${message.op} is 0 or was already delivered in this run`);
+        return;
+    }
+    const name = message.operation.op;
+    if (Object.hasOwn(server.hello.unsupported ?? {}, name)) {
+        // The kit sends no operation the adapter declared unsupported; a kit that does is told so.
+        lineError("input.unsupported", `\`${name}\` was declared unsupported: ${server.hello.unsupported[name]}`);
+        return;
+    }
+    const op = message.op;
+    let returned;
+    try {
+        returned = server.definition.operation(op, message.operation, run);
+    } catch (error) {
+        if (!(error instanceof RunDiscarded)) run.reject(op, error);
+        return;
+    }
+    if (returned === undefined) return; // the mapping settles it with ctx.settle
+    Promise.resolve(returned).then(
+        (value) => {
+            if (!run.live || run.isSettled(op)) return;
+            try {
+                run.resolve(op, value);
+            } catch (error) {
+                log(`operation ${op} resolved with a value the protocol cannot carry: ${error.message}`);
+                run.reject(op, { code: "adapter.bad_value", message: error.message });
+            }
+        },
+        (error) => {
+            if (!run.live || run.isSettled(op) || error instanceof RunDiscarded) return;
+            run.reject(op, error);
+        },
+    );
+}
+
+function applyComplete(message) {
+    const run = server.run;
+    const pending = run?.live ? run._pending(message.effect) : undefined;
+    server.deferredFinals.delete(message.effect);
+    if (!pending) {
+        lineError("input.unknown_effect", `fx#${message.effect} is not a pending effect`);
+        return;
+    }
+    const kind = message.completion.kind;
+    if (!COMPLETES[pending.kind].includes(kind)) {
+        lineError("input.wrong_completion", `fx#${message.effect} (a pending ${pending.kind} effect) cannot take a completion of kind ${kind}`);
+        return;
+    }
+    run._complete(message.effect, message.completion);
+}
+
+/** Applies one kit line and everything it leads to, until the runtime is quiescent. */
+async function answer(message) {
+    await applyMessage(message);
+    for (;;) {
+        await drain();
+        if (server.pendingReset) {
+            const replacement = server.pendingReset;
+            server.pendingReset = null;
+            await resetRun();
+            if (replacement.type === "start") await startRun(replacement.scenario);
+            continue;
+        }
+        if (server.deferred.length > 0) {
+            await applyMessage(server.deferred.shift());
+            continue;
+        }
+        return;
+    }
+}
+
+// =============================================================================================
+// runAdapter
+// =============================================================================================
+
+function selectProtocol(definition) {
+    const fromEnv = process.env.AGENTSIM_PROTOCOL;
+    const protocol = fromEnv !== undefined && fromEnv !== "" ? Number(fromEnv) : (definition.protocol ?? PROTOCOL_VERSION);
+    if (!PROTOCOL_VERSIONS.includes(protocol)) throw new TypeError(`protocol ${fromEnv ?? definition.protocol} is not one of ${PROTOCOL_VERSIONS.join(", ")}`);
+    return protocol;
+}
+
+/**
+ * Serves the adapter protocol on stdin/stdout with `definition` as the mapping, until `shutdown`
+ * or end of input (then the process exits 0). Never returns. See README.md for the definition.
+ */
+export async function runAdapter(definition, options = {}) {
+    if (server.definition) throw new Error("runAdapter was already called in this process");
+    if (!definition || typeof definition.start !== "function" || typeof definition.operation !== "function") {
+        throw new TypeError("runAdapter(definition): definition needs start(scenario, ctx) and operation(op, operation, ctx)");
+    }
+    server.definition = definition;
+    server.protocol = selectProtocol(definition);
+    if (definition.name) logPrefix = `[${definition.name}]`;
+    Object.assign(quiescence, definition.quiescence ?? {}, options.quiescence ?? {});
+    if (definition.stdout) setStdoutSink(definition.stdout);
+    server.reader = new LineReader(options.fd ?? 0);
+
+    process.on("unhandledRejection", (reason) => {
+        if (reason instanceof RunDiscarded) return;
+        log("unhandled rejection:", reason instanceof Error ? reason.stack : String(reason));
+    });
+    process.on("uncaughtException", (error) => {
+        if (error instanceof RunDiscarded) return;
+        fatal("adapter.exception", `uncaught exception: ${error?.stack ?? String(error)}`);
+    });
+
+    const helloInfo = typeof definition.hello === "function" ? definition.hello() : definition.hello;
+    checkOwn(helloSchema, helloInfo ?? null, "hello");
+    server.hello = helloInfo;
+    server.answering = true;
+    emit({
+        type: "hello",
+        protocol: server.protocol,
+        implementation: helloInfo.implementation,
+        features: helloInfo.features ?? [],
+        unsupported: helloInfo.unsupported ?? {},
+    });
+    server.answering = false;
+    // The kit writes `start` only after `hello`; loading a heavy runtime here keeps its first
+    // wait short (it is bounded by the step timeout all the same).
+    if (definition.init) {
+        try {
+            await definition.init();
+        } catch (error) {
+            log("init failed:", error);
+            process.exit(1);
+        }
+    }
+    for (;;) {
+        let message;
+        try {
+            message = readKitMessage();
+        } catch (error) {
+            if (!(error instanceof KitLineError)) throw error;
+            lineError(error.code, error.message);
+            emitIdle();
+            continue;
+        }
+        if (message === null) exitNow(0);
+        try {
+            await answer(message);
+        } catch (error) {
+            if (!(error instanceof RunDiscarded)) throw error;
+            // A discarded run's stack unwound up to here: finish what the kit asked for.
+            await answer({ type: "" });
+        }
+        emitIdle();
+    }
+}

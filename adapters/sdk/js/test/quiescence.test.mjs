@@ -1,0 +1,50 @@
+// Quiescence: whatever asynchronous work the runtime does before its next effect, the effect is
+// written before `idle`, and nothing comes after it. Background timers do not hold `idle` back.
+import assert from "node:assert/strict";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+
+import { AdapterProcess, FIXTURES, IDLE, prompt, start } from "./helpers.mjs";
+
+const QUIET = path.join(FIXTURES, "quiet-adapter.mjs");
+const processes = [];
+after(() => processes.forEach((process) => process.kill()));
+
+async function started() {
+    const kit = new AdapterProcess(QUIET);
+    processes.push(kit);
+    await kit.hello();
+    await kit.send(start());
+    return kit;
+}
+
+const requestFor = (text) =>
+    `{"type":"effect","effect":{"kind":"model_request","id":1,"signal":0,"request":{"systemPrompt":null,"messages":[{"role":"user","content":"${text}"}],"tools":[]}}}`;
+
+describe("the effect after asynchronous work comes before idle", () => {
+    for (const work of ["timeout", "timers-promises", "immediates", "fs", "ticks", "hold"]) {
+        test(work, async () => {
+            const kit = await started();
+            assert.deepEqual(await kit.send(prompt(1, work), { quietMs: 200 }), [requestFor(work), IDLE]);
+        });
+    }
+});
+
+describe("background timers do not hold idle back", () => {
+    for (const work of ["far-timer", "interval"]) {
+        test(work, async () => {
+            const kit = await started();
+            const began = Date.now();
+            assert.deepEqual(await kit.send(prompt(1, work), { quietMs: 100 }), [requestFor(work), IDLE]);
+            assert.ok(Date.now() - began < 1500, `idle took ${Date.now() - began} ms`);
+        });
+    }
+});
+
+describe("stdout is the protocol's", () => {
+    test("console.log and process.stdout.write go to stderr", async () => {
+        const kit = await started();
+        assert.deepEqual(await kit.send(prompt(1, "console")), [requestFor("console"), IDLE]);
+        assert.match(kit.stderr, /console\.log must not reach stdout\nneither must process\.stdout\.write\n/);
+    });
+});
