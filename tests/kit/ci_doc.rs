@@ -142,3 +142,31 @@ fn ci_doc_parser_rejects_an_unknown_flag() {
         ["agentsim", "run", "--impl", "node adapters/pi/adapter.mjs", "x"]
     );
 }
+
+#[test]
+fn implementers_guide_commands_parse_with_the_current_cli() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/implementers-guide.md");
+    let markdown = std::fs::read_to_string(&path).expect("docs/implementers-guide.md exists");
+    let commands = commands(&markdown);
+    assert!(commands.len() >= 8, "too few agentsim commands found: {commands:?}");
+    for command in &commands {
+        let words = words(command);
+        agentsim::cli::parse_args(&words)
+            .unwrap_or_else(|error| panic!("docs/implementers-guide.md: `{command}` does not parse:\n{error}"));
+    }
+    // The guide walks through what an implementer needs, from one scenario to the matrix.
+    let all = commands.join("\n");
+    for needle in [
+        "--impl",
+        "--check-determinism",
+        "--jobs",
+        "--expect",
+        "--format markdown",
+        "replay ",
+    ] {
+        assert!(
+            all.contains(needle),
+            "no command of the implementers' guide uses {needle}"
+        );
+    }
+}
