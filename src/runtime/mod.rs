@@ -622,7 +622,10 @@ impl Runtime {
     /// Serves agent steps until one needs the world.
     fn advance(&mut self, mut step: AgentStep) {
         loop {
-            self.announce(matches!(step, AgentStep::Finished(_)));
+            self.announce(
+                matches!(step, AgentStep::Model { .. }),
+                matches!(step, AgentStep::Finished(_)),
+            );
             match step {
                 AgentStep::Model { mut signal } => {
                     let messages = self.agent.messages();
@@ -998,13 +1001,13 @@ impl Runtime {
         self.effects.push_back(Effect::Settled { op, settlement });
     }
 
-    /// Tells the observers of the messages the agent added since the last step (and, when the
-    /// run `ended`, of its end). Nothing waits for these notifications.
-    fn announce(&mut self, ended: bool) {
+    /// Tells the observers of the messages the agent added since the last step (and of a turn's
+    /// end before the next request, and of the run's end). Nothing waits for these notifications.
+    fn announce(&mut self, requesting: bool, ended: bool) {
         if self.observers.is_empty() {
             return;
         }
-        for (observer, event) in self.observers.announce(self.agent.messages(), ended) {
+        for (observer, event) in self.observers.announce(self.agent.messages(), requesting, ended) {
             let effect = self.issue(Pending::Notify);
             self.effects.push_back(Effect::Notify {
                 effect,

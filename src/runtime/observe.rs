@@ -49,9 +49,10 @@ impl Observers {
         self.turn = None;
     }
 
-    /// The notifications for the messages added since the last call (and, when the run
-    /// `ended`, its last `turn_end` and its `agent_end`): `(observer, event)` in order.
-    pub fn announce(&mut self, messages: &[Message], ended: bool) -> Vec<(String, ObservedEvent)> {
+    /// The notifications for the messages added since the last call (then, when the agent is
+    /// `requesting` the model again, the `turn_end` of the turn before; when the run `ended`,
+    /// its last `turn_end` and its `agent_end`): `(observer, event)` in order.
+    pub fn announce(&mut self, messages: &[Message], requesting: bool, ended: bool) -> Vec<(String, ObservedEvent)> {
         if self.specs.is_empty() {
             return Vec::new();
         }
@@ -82,6 +83,9 @@ impl Observers {
             }
         }
         self.announced = self.announced.max(messages.len());
+        if requesting {
+            self.close_turn(&mut events);
+        }
         if ended {
             self.close_turn(&mut events);
             let run = messages.get(self.run_start..).unwrap_or_default().to_vec();

@@ -106,17 +106,26 @@ fn words(command: &str) -> Vec<String> {
     words
 }
 
-#[test]
-fn ci_doc_commands_parse_with_the_current_cli() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md");
-    let markdown = std::fs::read_to_string(&path).expect("docs/ci.md exists");
+/// The document at `relative` and its `agentsim` commands, each checked to parse.
+fn parsed_commands(relative: &str) -> (String, Vec<String>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    let markdown = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{relative} exists"));
     let commands = commands(&markdown);
-    assert!(commands.len() >= 8, "too few agentsim commands found: {commands:?}");
+    assert!(
+        commands.len() >= 8,
+        "{relative}: too few agentsim commands found: {commands:?}"
+    );
     for command in &commands {
         let words = words(command);
         agentsim::cli::parse_args(&words)
-            .unwrap_or_else(|error| panic!("docs/ci.md: `{command}` does not parse:\n{error}"));
+            .unwrap_or_else(|error| panic!("{relative}: `{command}` does not parse:\n{error}"));
     }
+    (markdown, commands)
+}
+
+#[test]
+fn ci_doc_commands_parse_with_the_current_cli() {
+    let (markdown, commands) = parsed_commands("docs/ci.md");
     // The recipes cover what the issue asks of them.
     let all = commands.join("\n");
     for needle in [
@@ -145,15 +154,7 @@ fn ci_doc_parser_rejects_an_unknown_flag() {
 
 #[test]
 fn implementers_guide_commands_parse_with_the_current_cli() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/implementers-guide.md");
-    let markdown = std::fs::read_to_string(&path).expect("docs/implementers-guide.md exists");
-    let commands = commands(&markdown);
-    assert!(commands.len() >= 8, "too few agentsim commands found: {commands:?}");
-    for command in &commands {
-        let words = words(command);
-        agentsim::cli::parse_args(&words)
-            .unwrap_or_else(|error| panic!("docs/implementers-guide.md: `{command}` does not parse:\n{error}"));
-    }
+    let (_, commands) = parsed_commands("docs/implementers-guide.md");
     // The guide walks through what an implementer needs, from one scenario to the matrix.
     let all = commands.join("\n");
     for needle in [
