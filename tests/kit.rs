@@ -8,7 +8,8 @@
 //! `check_session` runs `agentsim check-session` on the session files of tests/fixtures/sessions;
 //! `hardening` feeds hostile input (one test per finding of the hardening issue) and fuzzes
 //! scenario files, session files and protocol lines with a seeded mutator; `html` loads the
-//! HTML pages in headless Chromium; `ci_doc` checks docs/ci.md's commands parse.
+//! HTML pages in headless Chromium; `ci_doc` checks the commands of docs/ci.md and the
+//! implementers' guide parse; `sdk` runs the JavaScript and Python adapter SDKs' own suites.
 
 #[path = "kit/bad_input.rs"]
 mod bad_input;
@@ -40,6 +41,8 @@ mod protocol;
 mod replay_fidelity;
 #[path = "kit/runtime.rs"]
 mod runtime;
+#[path = "kit/sdk.rs"]
+mod sdk;
 #[path = "kit/session_file.rs"]
 mod session_file;
 #[path = "kit/tidy.rs"]
