@@ -361,5 +361,40 @@ mod tests {
             parse_text(r#"{"implementation":"pi","deviations":[{"rule":"expect","scenarios":["a"],"reason":" "}]}"#)
                 .unwrap_err();
         assert_eq!(error.field, "deviations[0].reason");
+        let error = parse_text(
+            r#"{"implementation":"pi","deviations":[{"rule":"expect","scenarios":["a"],"explored":["a"],"reason":"r"}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(error.field, "deviations[0].explored[0]");
+        let error =
+            parse_text(r#"{"implementation":"pi","deviations":[{"rule":"expect","scenarios":[],"reason":"r"}]}"#)
+                .unwrap_err();
+        assert_eq!(error.field, "deviations[0].scenarios");
+    }
+
+    #[test]
+    fn explored_deviations_are_allowed_never_required() {
+        let file = parse_text(
+            r#"{"implementation":"pi","deviations":[
+                {"rule":"PERSIST-7","scenarios":["a"],"explored":["b","c"],"reason":"r"}]}"#,
+        )
+        .expect("valid");
+        let pair = |scenario: &str, rule: &str| Pair {
+            scenario: scenario.into(),
+            rule: rule.into(),
+        };
+        // Under exploration: listed under either key is fine, anything else is unexpected.
+        let found = [
+            (pair("a", "PERSIST-7"), "m".to_string()),
+            (pair("c", "PERSIST-7"), "m".to_string()),
+            (pair("c", "PERSIST-6"), "m".to_string()),
+        ];
+        let explored = compare_explored(&file, &found);
+        assert_eq!(explored.listed, [pair("a", "PERSIST-7"), pair("c", "PERSIST-7")]);
+        assert_eq!(explored.unexpected, [(pair("c", "PERSIST-6"), "m".to_string())]);
+        // On the canonical schedule an explored pair that passes is not stale; a canonical one is.
+        let comparison = compare(&file, &[]);
+        assert!(comparison.stale.is_empty());
+        assert_eq!(comparison.unjudged, [pair("a", "PERSIST-7")]);
     }
 }
