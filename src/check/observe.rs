@@ -7,7 +7,7 @@
 //! an observer is.
 
 use crate::model::{Message, SessionEntry};
-use crate::runtime::{AgentEventKind, NotifyOutcome, ObservedEvent};
+use crate::runtime::{AgentEventKind, NotifyOutcome, ObservedEvent, OpValue, Settlement};
 use crate::trace::Event;
 
 use super::timeline::{Line, Timeline};
@@ -82,12 +82,19 @@ pub fn observe_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-/// The runs of a trace: prompt-like operations that issued a model request (their run started).
+/// The runs of a trace: prompt-like operations whose run started, shown by a model request,
+/// an append, or a resolution with a run's value (a run whose context could not be projected
+/// issues no request).
 fn runs(timeline: &Timeline<'_>) -> usize {
     timeline
         .ops
         .iter()
-        .filter(|info| info.is_prompt_like() && !timeline.requests_of(info.op).is_empty())
+        .filter(|info| {
+            info.is_prompt_like()
+                && (!timeline.requests_of(info.op).is_empty()
+                    || !timeline.appends_of(info.op).is_empty()
+                    || matches!(info.settled, Some((_, Settlement::Resolved(value))) if *value != OpValue::Unit))
+        })
         .count()
 }
 

@@ -84,3 +84,59 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
         );
     }
 }
+
+/// Observers watch and change nothing: every scenario of the corpus, given a prompt observer
+/// and a slow one of every agent event, passes every rule on its canonical schedule and under
+/// random and pct schedules, whatever order the notifications are answered in.
+#[test]
+fn every_rule_holds_whatever_the_observers_latency() {
+    use agentsim::runtime::AgentEventKind;
+    use agentsim::scenario::ObserverScript;
+    let corpus = load_corpus(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")]).expect("the corpus loads");
+    let mut runs = 0;
+    for loaded in corpus.iter().filter(|loaded| loaded.scenario.net.is_none()) {
+        let mut observed = loaded.clone();
+        let scenario = &mut observed.scenario;
+        let every = vec![
+            AgentEventKind::MessageEnd,
+            AgentEventKind::TurnEnd,
+            AgentEventKind::AgentEnd,
+        ];
+        scenario.observers = vec![
+            ObserverScript {
+                name: "watch".into(),
+                events: every.clone(),
+                slow: false,
+                answers: Vec::new(),
+            },
+            ObserverScript {
+                name: "slow".into(),
+                events: every,
+                slow: true,
+                answers: Vec::new(),
+            },
+        ];
+        // The scenario's own expectations describe its trace without observers.
+        scenario.expect = Default::default();
+        for step in &mut scenario.model {
+            step.expect = None;
+        }
+        let strategies = [(StrategyKind::Scripted, 0)]
+            .into_iter()
+            .chain((0..8).map(|seed| (StrategyKind::Random, seed)))
+            .chain((0..8).map(|seed| (StrategyKind::Pct { depth: 3 }, seed)));
+        for (strategy, seed) in strategies {
+            let report = run_case(&observed, strategy, seed, &mut ReferenceSubject::new());
+            assert!(
+                matches!(report.verdict, Verdict::Passed),
+                "{} with observers under {} seed {seed}: {:?} {:?}",
+                loaded.name,
+                strategy.spelling(),
+                report.verdict,
+                report.violations
+            );
+            runs += 1;
+        }
+    }
+    assert!(runs > 2_000, "{runs}");
+}
