@@ -81,6 +81,8 @@ pub enum SeamBug {
     AppendsWaitForObservers,
     /// An observer's error escapes the extension host: the next prompt to settle rejects with it.
     ObserverErrorRejectsPrompt,
+    /// `agent_end` handlers are registered to fire once: observers hear only the first run end.
+    AgentEndToldOnce,
     // Bugs of one window of a run: what the runtime does depends on what is in flight when an
     // operation or answer arrives. Most of these windows are never opened by the canonical
     // schedule (operations first, effects oldest first): `interleaving_only` names that tier.
@@ -150,6 +152,7 @@ impl SeamBug {
         SeamBug::JsonMessagesSuffixOnly,
         SeamBug::AppendsWaitForObservers,
         SeamBug::ObserverErrorRejectsPrompt,
+        SeamBug::AgentEndToldOnce,
         SeamBug::AbortLostDuringAfterHook,
         SeamBug::AbortLostOnLaterRequest,
         SeamBug::AbortLostAfterLastChunk,
@@ -197,6 +200,7 @@ impl SeamBug {
             SeamBug::JsonMessagesSuffixOnly => "json-messages-suffix-only",
             SeamBug::AppendsWaitForObservers => "appends-wait-for-observers",
             SeamBug::ObserverErrorRejectsPrompt => "observer-error-rejects-prompt",
+            SeamBug::AgentEndToldOnce => "agent-end-told-once",
             SeamBug::AbortLostDuringAfterHook => "abort-lost-during-after-hook",
             SeamBug::AbortLostOnLaterRequest => "abort-lost-on-later-request",
             SeamBug::AbortLostAfterLastChunk => "abort-lost-after-last-chunk",
@@ -275,6 +279,8 @@ pub struct SeamSubject {
     held_appends: Vec<Effect>,
     /// The last error an observer threw (`ObserverErrorRejectsPrompt`).
     observer_error: Option<String>,
+    /// Observers already told of a run's end (`AgentEndToldOnce`).
+    told_agent_end: std::collections::BTreeSet<String>,
 }
 
 /// What is in flight: the window an operation or an answer lands in.
@@ -331,6 +337,7 @@ impl SeamSubject {
             notifications_pending: std::collections::BTreeSet::new(),
             held_appends: Vec::new(),
             observer_error: None,
+            told_agent_end: std::collections::BTreeSet::new(),
         }
     }
 
@@ -555,6 +562,15 @@ impl SeamSubject {
 
     /// The completion the buggy host gives an effect itself, never showing it to the world.
     fn answered_here(&self, effect: &Effect) -> Option<Input> {
+        if let Effect::Notify {
+            effect,
+            observer,
+            event: crate::runtime::ObservedEvent::AgentEnd { .. },
+        } = effect
+        {
+            let silent = self.bug == SeamBug::AgentEndToldOnce && self.told_agent_end.contains(observer);
+            return silent.then(|| Completion::Notify(crate::runtime::NotifyOutcome::Ok).into_input(*effect));
+        }
         let Effect::Hook {
             effect,
             extension,
@@ -579,8 +595,16 @@ impl SeamSubject {
         write_failure: Option<&Cause>,
         late_write_failure: bool,
     ) -> Option<Effect> {
-        if let Effect::Notify { effect: id, .. } = &effect {
+        if let Effect::Notify {
+            effect: id,
+            observer,
+            event,
+        } = &effect
+        {
             self.notifications_pending.insert(*id);
+            if matches!(event, crate::runtime::ObservedEvent::AgentEnd { .. }) {
+                self.told_agent_end.insert(observer.clone());
+            }
         }
         match (self.bug, &effect) {
             (SeamBug::AppendsWaitForObservers, Effect::Append { .. })

@@ -452,6 +452,11 @@ const BITES: &[Bite] = &[
         append_waits_for_observer,
     ),
     mutant(
+        "OBSERVE-2",
+        "observers/two-observers-steer-and-queue",
+        "agent-end-told-once",
+    ),
+    mutant(
         "OBSERVE-3",
         "observers/observer-throws-is-contained",
         "observer-error-rejects-prompt",
