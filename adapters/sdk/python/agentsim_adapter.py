@@ -1071,16 +1071,22 @@ class _Driver:
             if line_read.eof:
                 self.teardown(call_reset=False)
                 return 0
-            if line_read.oversize:
-                self.write_error("input.oversize", f"a line of {line_read.oversize} bytes; the limit is {LINE_BYTES_MAX}")
-                continue
-            try:
-                message = parse_kit_line(line_read.data, self.protocol)
-            except InputError as error:
-                self.write_error(error.code, error.message)
+            message = self._parse_or_report(line_read)
+            if message is None:
                 continue
             if self.handle(message):
                 return 0
+
+    def _parse_or_report(self, line: _Line) -> Optional[JSONObject]:
+        """The kit message on `line`; `None` after answering an oversize or malformed line with `error`."""
+        if line.oversize:
+            self.write_error("input.oversize", f"a line of {line.oversize} bytes; the limit is {LINE_BYTES_MAX}")
+            return None
+        try:
+            return parse_kit_line(line.data, self.protocol)
+        except InputError as error:
+            self.write_error(error.code, error.message)
+            return None
 
     def handle(self, message: JSONObject) -> bool:
         """Applies one kit line at the top level; True when the adapter must exit."""
@@ -1423,13 +1429,8 @@ class _Driver:
             line = self.reader.read()
             if line.eof:
                 return self._abandon(run, line)
-            if line.oversize:
-                self.write_error("input.oversize", f"a line of {line.oversize} bytes; the limit is {LINE_BYTES_MAX}")
-                continue
-            try:
-                message = parse_kit_line(line.data, self.protocol)
-            except InputError as error:
-                self.write_error(error.code, error.message)
+            message = self._parse_or_report(line)
+            if message is None:
                 continue
             if message["type"] in ("reset", "start", "shutdown"):
                 return self._abandon(run, line)
