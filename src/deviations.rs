@@ -5,7 +5,9 @@
 //! {"implementation": "pi-0.73.1",
 //!  "deviations": [{"rule": "PERSIST-7", "scenarios": ["wiring/walkthrough"],
 //!                  "reason": "why this implementation breaks the rule here",
-//!                  "firstDivergence": "the first divergent trace line (informational)"}]}
+//!                  "firstDivergence": "the first divergent trace line (informational)",
+//!                  "source": {"file": "node_modules/pkg/dist/session.js", "function": "Session.persist", "line": 120},
+//!                  "verdict": "bug"}]}
 //! ```
 //!
 //! A deviation names a rule ID of conformance.md (or `expect` for a scenario's own `expect`
@@ -57,6 +59,34 @@ pub struct Deviation {
     /// The first divergent trace line when the file was written; for readers, not compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_divergence: Option<String>,
+    /// Where in the implementation's installed source the trace comes to differ, confirmed by
+    /// reading that source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceRef>,
+    /// Whether the deviation is a real bug of the implementation or a design choice of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<DeviationVerdict>,
+}
+
+/// A place in an implementation's installed source: the file (as installed, relative to the
+/// adapter's folder, e.g. `node_modules/@mariozechner/pi-coding-agent/dist/core/agent-session.js`),
+/// the function and the line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SourceRef {
+    pub file: String,
+    pub function: String,
+    pub line: u32,
+}
+
+/// What a deviation is, for the implementation's users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviationVerdict {
+    /// Data loss, a lost message, a prompt resolved before its entries were stored, a hang.
+    Bug,
+    /// A documented or deliberate design of the implementation that the contract does not share.
+    Choice,
 }
 
 /// An expectation file that could not be used. Names the file, line and field.
@@ -136,6 +166,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ExpectationFile, ExpectationErro
                 format!("deviations[{index}].reason"),
                 "every deviation needs its reason".into(),
             ));
+        }
+        if let Some(source) = &deviation.source {
+            if source.file.trim().is_empty() || source.function.trim().is_empty() || source.line == 0 {
+                return Err(at(
+                    format!("deviations[{index}].source"),
+                    "a source names the installed file, the function and its 1-based line".into(),
+                ));
+            }
         }
         if deviation.scenarios.is_empty() && deviation.explored.is_empty() {
             return Err(at(
@@ -338,10 +376,23 @@ mod tests {
         let file = parse_text(
             r#"{"implementation":"pi-0.73.1","deviations":[
                 {"rule":"PERSIST-7","scenarios":["wiring/walkthrough"],"reason":"r","firstDivergence":"0011 ..."},
-                {"rule":"model[0].expect","scenarios":["a/b"],"reason":"r"}]}"#,
+                {"rule":"model[0].expect","scenarios":["a/b"],"reason":"r",
+                 "source":{"file":"dist/a.js","function":"A.b","line":3},"verdict":"choice"}]}"#,
         )
         .expect("valid");
         assert_eq!(file.deviations.len(), 2);
+        assert_eq!(file.deviations[1].verdict, Some(DeviationVerdict::Choice));
+        let error = parse_text(
+            r#"{"implementation":"pi","deviations":[{"rule":"expect","scenarios":["a"],"reason":"r",
+                "source":{"file":"dist/a.js","function":"A.b","line":0}}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(error.field, "deviations[0].source");
+        let error = parse_text(
+            r#"{"implementation":"pi","deviations":[{"rule":"expect","scenarios":["a"],"reason":"r","verdict":"maybe"}]}"#,
+        )
+        .unwrap_err();
+        assert!(error.message.contains("unknown variant"), "{error}");
     }
 
     #[test]
