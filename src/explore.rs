@@ -271,6 +271,7 @@ fn nondeterministic(message: &str) -> Violation {
         rule: "determinism".into(),
         lines: Vec::new(),
         message: message.into(),
+        evident_at: None,
     }
 }
 

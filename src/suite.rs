@@ -89,14 +89,19 @@ impl CaseReport {
         }
     }
 
-    /// The report judged by `violations` on `outcome`.
-    fn judged(mut self, violations: Vec<Violation>, outcome: RunOutcome) -> CaseReport {
+    /// The report judged by `violations` on `outcome`, its root cause first.
+    fn judged(
+        mut self,
+        scenario: &crate::scenario::Scenario,
+        violations: Vec<Violation>,
+        outcome: RunOutcome,
+    ) -> CaseReport {
         self.verdict = if violations.is_empty() {
             Verdict::Passed
         } else {
             Verdict::Failed
         };
-        self.violations = violations;
+        self.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.store, violations);
         self.outcome = Some(outcome);
         self
     }
@@ -221,6 +226,7 @@ pub fn run_case_with(
             let options = NetOptions {
                 seed,
                 mutations,
+                other_readers: subject.reference_other_readers(),
                 ..NetOptions::default()
             };
             run_case_net(loaded, strategy, &options)
@@ -263,6 +269,7 @@ pub fn run_case_with(
                 rule: finding.rule.clone(),
                 lines: vec![finding.line],
                 message: finding.message.clone(),
+                evident_at: None,
             });
         }
         if let Some(error) = never_delivered(loaded, &outcome) {
@@ -273,7 +280,7 @@ pub fn run_case_with(
         let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
         violations.extend(check_expectations(&timeline));
     }
-    report.judged(violations, outcome)
+    report.judged(scenario, violations, outcome)
 }
 
 /// Runs one scenario in the networked world and judges it: every rule always; the scenario's
@@ -345,7 +352,7 @@ fn run_case_net_with(
         let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
         violations.extend(check_expectations(&timeline));
     }
-    report.judged(violations, outcome)
+    report.judged(scenario, violations, outcome)
 }
 
 /// On the canonical schedule, an operation whose `after` never held is a scenario error.

@@ -23,6 +23,8 @@ mod check_session;
 mod ci_doc;
 #[path = "kit/driver.rs"]
 mod driver;
+#[path = "kit/fairness.rs"]
+mod fairness;
 #[path = "kit/generated.rs"]
 mod generated;
 #[path = "kit/hardening.rs"]

@@ -6,6 +6,7 @@
 //! judges the reference and external implementations alike.
 
 mod agent;
+pub mod cause;
 mod context;
 mod durable;
 pub mod expect;
@@ -38,6 +39,9 @@ pub struct Violation {
     /// 1-based trace lines that show it.
     pub lines: Vec<usize>,
     pub message: String,
+    /// The 1-based line where the violation became evident (the shortest prefix of the trace
+    /// that breaks the rule; see [`cause`]); `None` until the run's violations are ordered.
+    pub evident_at: Option<usize>,
 }
 
 impl Violation {
@@ -46,6 +50,7 @@ impl Violation {
             rule: rule.to_string(),
             lines: lines.iter().map(|line| line + 1).collect(),
             message: message.into(),
+            evident_at: None,
         }
     }
 }

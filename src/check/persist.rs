@@ -118,25 +118,50 @@ pub fn persist_3(timeline: &Timeline<'_>) -> Vec<Violation> {
 
 pub fn persist_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     let ids = &timeline.scenario.config.ids;
-    timeline
-        .appends
-        .iter()
-        .enumerate()
-        .filter(|(index, append)| append.entry.id != ids.nth(*index as u64))
-        .map(|(index, append)| {
-            Violation::new(
+    let mut violations = Vec::new();
+    // The rule's index of the last id appended, and where.
+    let mut last: Option<(u64, &str, super::timeline::Line)> = None;
+    for (index, append) in timeline.appends.iter().enumerate() {
+        let id = append.entry.id.as_str();
+        let Some(position) = ids.index_of(id) else {
+            violations.push(Violation::new(
                 "PERSIST-4",
                 &[append.line],
                 format!(
-                    "append {} has id `{}`, createId's id {} is `{}`",
+                    "append {} has id `{id}`, which createId never hands out: its ids are `{}`, `{}`, ...",
                     index + 1,
-                    append.entry.id,
-                    index + 1,
-                    ids.nth(index as u64)
+                    ids.nth(0),
+                    ids.nth(1)
                 ),
-            )
-        })
-        .collect()
+            ));
+            continue;
+        };
+        if let Some((previous, previous_id, previous_line)) = last {
+            if position == previous {
+                violations.push(Violation::new(
+                    "PERSIST-4",
+                    &[previous_line, append.line],
+                    format!(
+                        "append {} reuses the id `{id}` of an earlier append: createId hands each id out once",
+                        index + 1
+                    ),
+                ));
+            } else if position < previous {
+                violations.push(Violation::new(
+                    "PERSIST-4",
+                    &[previous_line, append.line],
+                    format!(
+                        "append {} has id `{id}`, which createId hands out before `{previous_id}` of an earlier append: ids must follow the order they are drawn in",
+                        index + 1
+                    ),
+                ));
+            }
+        }
+        if last.is_none_or(|(previous, _, _)| position > previous) {
+            last = Some((position, id, append.line));
+        }
+    }
+    violations
 }
 
 pub fn persist_5(timeline: &Timeline<'_>) -> Vec<Violation> {

@@ -9,7 +9,7 @@ use super::timeline::Timeline;
 use super::Violation;
 
 pub fn queue_1(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let mut violations = Vec::new();
+    let mut violations = started_before_previous_finished(timeline);
     // Runs are the spans of their signals' use; two spans may not overlap.
     let mut spans: BTreeMap<SignalId, (usize, usize)> = BTreeMap::new();
     let uses = timeline
@@ -57,6 +57,69 @@ pub fn queue_1(timeline: &Timeline<'_>) -> Vec<Violation> {
             }
         }
         last = Some((finished, info.op));
+    }
+    violations
+}
+
+/// A run starts only after the previous one finished: a model request that already carries the
+/// prompt of a later operation, while an earlier prompt-like operation has not finished
+/// (settled, or for a mode, written), means the later run started first. The prompt's text
+/// is what shows it: it enters the transcript only when its run starts.
+fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let count = |messages: &[Message], text: &str| {
+        messages
+            .iter()
+            .filter(|message| matches!(message, Message::User(_)) && message.text() == text)
+            .count()
+    };
+    let mut violations = Vec::new();
+    let mut reported = std::collections::BTreeSet::new();
+    for request in &timeline.requests {
+        let Some(earlier) = request.op.and_then(|op| timeline.op(op)) else {
+            continue;
+        };
+        if earlier.run_finished.is_some_and(|finished| finished < request.line) {
+            continue;
+        }
+        let Some(history) = timeline.transcript_at(request.line) else {
+            continue;
+        };
+        for later in timeline
+            .ops
+            .iter()
+            .filter(|info| info.is_prompt_like() && info.op > earlier.op && info.delivered < request.line)
+        {
+            if reported.contains(&later.op) {
+                continue;
+            }
+            let Some(text) = later.operation.text() else { continue };
+            // What may carry the same text legitimately: the history, the earlier run's own
+            // prompt, and steering or follow-up messages delivered before the request.
+            let allowed = count(&history, text)
+                + usize::from(earlier.operation.text() == Some(text))
+                + timeline
+                    .ops
+                    .iter()
+                    .filter(|info| {
+                        !info.is_prompt_like() && info.delivered < request.line && info.operation.text() == Some(text)
+                    })
+                    .count();
+            if count(request.messages, text) > allowed {
+                reported.insert(later.op);
+                let waiting = match earlier.settled {
+                    Some((line, _)) => format!("settled only at line {:04}", line + 1),
+                    None => "had not settled".to_string(),
+                };
+                violations.push(Violation::new(
+                    "QUEUE-1",
+                    &[request.line],
+                    format!(
+                        "{}'s run started (its prompt reached the model) while {} {waiting}: a queued prompt starts only after the previous one settled",
+                        later.op, earlier.op
+                    ),
+                ));
+            }
+        }
     }
     violations
 }

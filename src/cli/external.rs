@@ -331,6 +331,7 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
             rule: finding.rule.clone(),
             lines: vec![finding.line],
             message: finding.message.clone(),
+            evident_at: None,
         });
     }
     let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
@@ -343,10 +344,11 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
                 message: format!(
                     "{op} was never delivered: its `after` condition never held on this implementation (it holds on the reference)"
                 ),
+                evident_at: None,
             });
         }
     }
-    case.violations = violations;
+    case.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.store, violations);
     case.verdict = Verdict::Failed;
 }
 

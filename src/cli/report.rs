@@ -50,14 +50,19 @@ pub(crate) fn human_cases(reports: &[CaseReport]) -> String {
             Verdict::Passed => text.push_str(&format!("ok     {}\n", report.name)),
             Verdict::Failed => {
                 text.push_str(&format!("FAIL   {}\n", report.name));
-                for violation in &report.violations {
-                    let lines: Vec<String> = violation.lines.iter().map(|line| format!("{line:04}")).collect();
-                    text.push_str(&format!(
-                        "       {} [trace {}] {}\n",
-                        violation.rule,
-                        lines.join(","),
-                        violation.message
-                    ));
+                for (index, violation) in report.violations.iter().enumerate() {
+                    if index == 0 {
+                        text.push_str(&format!("       root cause: {}\n", violation_line(violation)));
+                        let later = report.violations.len() - 1;
+                        if later > 0 {
+                            text.push_str(&format!(
+                                "       then {later} later violation{}, which may follow from it:\n",
+                                if later == 1 { "" } else { "s" }
+                            ));
+                        }
+                    } else {
+                        text.push_str(&format!("         {}\n", violation_line(violation)));
+                    }
                 }
                 if let Some(divergence) = &report.divergence {
                     for line in divergence.describe() {
@@ -81,6 +86,22 @@ pub(crate) fn human_cases(reports: &[CaseReport]) -> String {
     text
 }
 
+/// `RULE [trace 0012,0014] message`, with the line where it became evident when the lines
+/// it names do not include it.
+pub(crate) fn violation_line(violation: &crate::check::Violation) -> String {
+    let lines: Vec<String> = violation.lines.iter().map(|line| format!("{line:04}")).collect();
+    let evident = match violation.evident_at {
+        Some(at) if !violation.lines.contains(&at) => format!("; evident at {at:04}"),
+        _ => String::new(),
+    };
+    format!(
+        "{} [trace {}{evident}] {}",
+        violation.rule,
+        lines.join(","),
+        violation.message
+    )
+}
+
 pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String {
     let results: Vec<serde_json::Value> = reports
         .iter()
@@ -88,9 +109,9 @@ pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String
             let violations: Vec<serde_json::Value> = report
                 .violations
                 .iter()
-                .map(
-                    |violation| json!({"rule": violation.rule, "lines": violation.lines, "message": violation.message}),
-                )
+                .map(|violation| {
+                    json!({"rule": violation.rule, "lines": violation.lines, "evidentAt": violation.evident_at, "message": violation.message})
+                })
                 .collect();
             let detail = match &report.verdict {
                 Verdict::BadScenario(error) => Some(error.to_string()),
@@ -102,6 +123,8 @@ pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String
                 "name": report.name,
                 "path": report.path.display().to_string(),
                 "status": report.status(),
+                // The first violation is the root cause; the rest came later in the trace.
+                "rootCause": report.violations.first().map(|violation| violation.rule.clone()),
                 "violations": violations,
                 "detail": detail,
                 "replay": report.replay_command(),

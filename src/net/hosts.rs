@@ -511,7 +511,7 @@ impl Observer for Recorder {
 /// What runs on the runtime host: the reference in process (with its mutation switches), or
 /// an implementation in another process behind the adapter protocol.
 pub(crate) enum RuntimeUnderTest {
-    Reference(Mutations),
+    Reference(Mutations, crate::runtime::OtherReaders),
     /// The subject, and where a failure to drive it is kept for the verdict.
     Subject(SharedSubject, Rc<RefCell<Option<crate::sim::SubjectFailure>>>),
 }
@@ -532,8 +532,9 @@ pub(crate) async fn runtime_client(
         Subject(SubjectCore<dyn crate::sim::Subject>),
     }
     let started = match under_test {
-        RuntimeUnderTest::Reference(mutations) => {
-            let (config, deps) = runtime_parts(&scenario, mutations);
+        RuntimeUnderTest::Reference(mutations, other_readers) => {
+            let (config, mut deps) = runtime_parts(&scenario, mutations);
+            deps.other_readers = other_readers;
             match Runtime::restore(config, deps, &scenario.session) {
                 Ok(mut runtime) => {
                     let messages = runtime.control().state().messages.len();

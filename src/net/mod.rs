@@ -61,6 +61,8 @@ pub struct NetOptions {
     /// Crash the store host after this many simulation steps (the crash test).
     pub crash_at_step: Option<u64>,
     pub mutations: Mutations,
+    /// Who else reads the reference's clock and ids (the fairness test's variant).
+    pub other_readers: crate::runtime::OtherReaders,
 }
 
 /// One run in the networked world.
@@ -253,7 +255,7 @@ pub fn run_net_on(
     let failure = Rc::new(RefCell::new(None));
     let under_test = match &subject {
         Some(subject) => hosts::RuntimeUnderTest::Subject(subject.clone(), failure.clone()),
-        None => hosts::RuntimeUnderTest::Reference(options.mutations.clone()),
+        None => hosts::RuntimeUnderTest::Reference(options.mutations.clone(), options.other_readers),
     };
     sim.client(
         RUNTIME_HOST,

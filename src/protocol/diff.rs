@@ -11,9 +11,16 @@
 //!    `provider`, `model` — are replaced by `"<redacted>"`: they describe the model client, and
 //!    implementations legitimately fill them differently.
 //!
-//! Events are compared as JSON (so a difference the one-line rendering does not show, such as an
-//! entry's timestamp, still counts), and reported as both rendered lines plus the JSON path of
-//! the first differing field. The list is documented in docs/protocol.md; change both together.
+//! 3. **Open choices set aside** (the first divergence *that matters*; `--raw-divergence` keeps
+//!    them): the seed leaves open when a runtime reads its clock and which ids of the id rule it
+//!    draws, so the timestamps a runtime stamps (on user and tool-result messages, on entries, in
+//!    a json mode's output) read as `"<clock>"`, and the ids of appended entries (and the parents
+//!    naming them) read as `<appended N>` by their order of first append. PERSIST-4 and PERSIST-8
+//!    judge those values; a difference in them is no divergence from the contract.
+//!
+//! Events are compared as JSON (so a difference the one-line rendering does not show still
+//! counts), and reported as both rendered lines plus the JSON path of the first differing field.
+//! The list is documented in docs/protocol.md; change both together.
 //!
 //! A divergence is information, not a verdict: the rules judge the implementation's trace on
 //! their own, and an implementation may diverge from the reference where the seed is open.
@@ -86,9 +93,95 @@ impl Divergence {
     }
 }
 
-/// The first divergence of `implementation` from `reference`, or `None` when they agree.
+/// What a runtime-stamped timestamp reads as when open choices are set aside.
+pub const CLOCK: &str = "<clock>";
+
+/// The first divergence of `implementation` from `reference` that matters: ids renumbered,
+/// client fields redacted, and the values the seed leaves open (clock readings, appended ids)
+/// set aside. `None` when they agree.
 pub fn first_divergence(reference: &Trace, implementation: &Trace) -> Option<Divergence> {
+    let reference = without_open_choices(reference);
+    let implementation = without_open_choices(implementation);
+    first_difference_of(&reference, &implementation, |event| {
+        let mut value = comparable(event);
+        mask_clock(&mut value);
+        value
+    })
+}
+
+/// The raw first divergence: ids renumbered and client fields redacted, nothing else set aside
+/// (`--raw-divergence`).
+pub fn first_raw_divergence(reference: &Trace, implementation: &Trace) -> Option<Divergence> {
     first_difference_of(reference, implementation, comparable)
+}
+
+/// The trace with appended entries' ids (and parents naming them) renamed `<appended N>` by
+/// their order of first append, and a json mode's output with its messages' timestamps masked.
+fn without_open_choices(trace: &Trace) -> Trace {
+    let mut appended: BTreeMap<String, String> = BTreeMap::new();
+    for event in &trace.events {
+        if let Event::Append { entry, .. } = event {
+            let name = format!("<appended {}>", appended.len() + 1);
+            appended.entry(entry.id.clone()).or_insert(name);
+        }
+    }
+    let rename = |id: &mut String| {
+        if let Some(name) = appended.get(id.as_str()) {
+            *id = name.clone();
+        }
+    };
+    let mut normalized = Trace::default();
+    for event in &trace.events {
+        let mut event = event.clone();
+        match &mut event {
+            Event::Append { entry, .. } => {
+                rename(&mut entry.id);
+                if let Some(parent) = entry.parent_id.as_mut() {
+                    rename(parent);
+                }
+            }
+            Event::Reopened { leaf, stored, outcome } => {
+                leaf.iter_mut().for_each(rename);
+                stored.iter_mut().for_each(rename);
+                if let Ok(path) = outcome {
+                    path.iter_mut().for_each(rename);
+                }
+            }
+            Event::Write { text, .. } => {
+                if let Ok(mut value) = serde_json::from_str::<Value>(text) {
+                    mask_clock(&mut value);
+                    let newline = if text.ends_with('\n') { "\n" } else { "" };
+                    *text = format!("{}{newline}", serde_json::to_string(&value).expect("values serialize"));
+                }
+            }
+            _ => {}
+        }
+        normalized.push(event);
+    }
+    normalized
+}
+
+/// Masks the timestamps a runtime stamps: of user and tool-result messages, and of entries.
+/// An assistant message's timestamp is the model's, the world's answer, and stays.
+fn mask_clock(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            // A hook's `result` is a tool result without its `role`.
+            let runtime_message = matches!(object.get("role").and_then(Value::as_str), Some("user" | "toolResult"))
+                || object.contains_key("toolCallId");
+            let entry = object.contains_key("parentId") && object.contains_key("id");
+            if runtime_message || entry {
+                if let Some(slot) = object.get_mut("timestamp") {
+                    *slot = Value::String(CLOCK.to_string());
+                }
+            }
+            for child in object.values_mut() {
+                mask_clock(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_clock),
+        _ => {}
+    }
 }
 
 /// Where two runs of the same implementation on the same (scenario, strategy, seed) first

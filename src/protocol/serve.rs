@@ -156,6 +156,7 @@ impl<W: Write> Adapter<'_, W> {
             clock: scenario.clock_rule(),
             mutations: self.mutations.clone(),
             observers: scenario.observer_specs(),
+            other_readers: Default::default(),
         };
         match Runtime::restore(config, deps, &scenario.session) {
             Ok(mut runtime) => {

@@ -25,6 +25,18 @@ impl IdRule {
     pub fn nth(&self, index: u64) -> String {
         format!("{}{}", self.prefix, self.start + index)
     }
+
+    /// Which id of the rule `id` is (0-based), or `None` when the rule never hands it out.
+    pub fn index_of(&self, id: &str) -> Option<u64> {
+        let digits = id.strip_prefix(self.prefix.as_str())?;
+        if digits.is_empty()
+            || !digits.bytes().all(|byte| byte.is_ascii_digit())
+            || (digits.len() > 1 && digits.starts_with('0'))
+        {
+            return None;
+        }
+        digits.parse::<u64>().ok()?.checked_sub(self.start)
+    }
 }
 
 /// Times `start_ms + k * step_ms` for the k-th reading (0-based), in ms since the epoch.
@@ -45,37 +57,72 @@ impl Default for ClockRule {
     }
 }
 
+/// Other readers of the clock and the id generator the runtime was given.
+///
+/// The chapter hands the runtime `now` and `createId` as functions; nothing says the runtime is
+/// their only caller, or that it calls them at the reference's points and no others. A runtime
+/// that also stamps a log line or draws a request id sees the same rules with gaps: the values
+/// it gets are still readings of the clock rule (later ones) and ids of the id rule (skipping
+/// some). With `clock_every: n`, another reader takes one reading before every n-th reading of
+/// the runtime's; `ids_every` likewise for ids. The reference runs with none (`0`); the kit's
+/// fairness test runs it with both, and every rule must judge it the same.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OtherReaders {
+    pub clock_every: u64,
+    pub ids_every: u64,
+}
+
 /// The runtime's `createId` and `now`, with how often each was called.
 #[derive(Debug, Clone)]
 pub struct Deps {
     ids: IdRule,
     clock: ClockRule,
+    others: OtherReaders,
     ids_issued: u64,
+    ids_drawn: u64,
+    clock_calls: u64,
     clock_reads: u64,
 }
 
 impl Deps {
     pub fn new(ids: IdRule, clock: ClockRule) -> Deps {
+        Deps::shared(ids, clock, OtherReaders::default())
+    }
+
+    /// Rules that other readers draw from too (see [`OtherReaders`]).
+    pub fn shared(ids: IdRule, clock: ClockRule, others: OtherReaders) -> Deps {
         Deps {
             ids,
             clock,
+            others,
             ids_issued: 0,
+            ids_drawn: 0,
+            clock_calls: 0,
             clock_reads: 0,
         }
     }
 
     pub fn create_id(&mut self) -> String {
-        let id = self.ids.nth(self.ids_issued);
+        if self.others.ids_every > 0 && self.ids_issued.is_multiple_of(self.others.ids_every) {
+            self.ids_drawn += 1;
+        }
+        let id = self.ids.nth(self.ids_drawn);
+        self.ids_drawn += 1;
         self.ids_issued += 1;
         id
     }
 
     pub fn now(&mut self) -> u64 {
+        if self.others.clock_every > 0 && self.clock_calls.is_multiple_of(self.others.clock_every) {
+            self.clock_reads += 1;
+        }
         let now = self.clock.start_ms + self.clock_reads * self.clock.step_ms;
         self.clock_reads += 1;
+        self.clock_calls += 1;
         now
     }
 
+    /// How many ids the runtime itself drew (other readers' draws not counted).
     pub fn ids_issued(&self) -> u64 {
         self.ids_issued
     }

@@ -36,7 +36,7 @@ use crate::model::{
 };
 
 pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentState, AgentStep, SubscriptionId};
-pub use deps::{ClockRule, Deps, IdRule};
+pub use deps::{ClockRule, Deps, IdRule, OtherReaders};
 pub use executor::{Execution, ExecutorStep};
 pub use io::{
     AgentEventKind, Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, NotifyOutcome,
@@ -68,6 +68,8 @@ pub struct RuntimeDeps {
     pub mutations: Mutations,
     /// Extensions that observe agent events, in the order they are told.
     pub observers: Vec<ObserverSpec>,
+    /// Who else reads the clock and draws ids (nobody, for the reference).
+    pub other_readers: OtherReaders,
 }
 
 /// Why a runtime could not be restored.
@@ -303,7 +305,7 @@ impl Runtime {
             resources: deps.resources,
             extensions: deps.extensions,
             tools: deps.tools,
-            deps: Deps::new(deps.ids, deps.clock),
+            deps: Deps::shared(deps.ids, deps.clock, deps.other_readers),
             mutations: deps.mutations,
             agent,
             active_path,

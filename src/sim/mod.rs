@@ -15,6 +15,7 @@ pub mod guided;
 pub mod reference;
 pub mod rng;
 pub mod strategy;
+pub mod variant;
 
 use std::collections::BTreeSet;
 
@@ -53,6 +54,11 @@ pub trait Subject {
     /// or an external implementation (see `as_external`).
     fn reference_mutations(&self) -> Option<crate::runtime::Mutations> {
         None
+    }
+    /// Who else reads the in-process reference's clock and ids (the networked world builds the
+    /// reference with them); nobody for every other subject.
+    fn reference_other_readers(&self) -> crate::runtime::OtherReaders {
+        crate::runtime::OtherReaders::default()
     }
     /// An implementation behind the adapter protocol, which the networked world borrows for a
     /// run of a `net` scenario; `None` for every in-process subject.

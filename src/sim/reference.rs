@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use crate::runtime::{
-    AgentEvent, Cause, Completion, Effect, EffectId, Input, Mutations, Runtime, RuntimeConfig, RuntimeDeps,
-    StoreOutcome, SubscriptionId,
+    AgentEvent, Cause, Completion, Effect, EffectId, Input, Mutations, OtherReaders, Runtime, RuntimeConfig,
+    RuntimeDeps, StoreOutcome, SubscriptionId,
 };
 use crate::scenario::Scenario;
 
@@ -15,6 +15,8 @@ use super::{Restored, Subject, SubjectFailure};
 pub struct ReferenceSubject {
     runtime: Option<Runtime>,
     mutations: Mutations,
+    /// Who else reads the runtime's clock and id rules (nobody, but in the fairness test).
+    other_readers: OtherReaders,
     /// Cross-checks of the reference's own accessors (none with mutation switches on).
     self_check: Option<SelfCheck>,
 }
@@ -26,9 +28,16 @@ impl ReferenceSubject {
 
     pub fn with_mutations(mutations: Mutations) -> ReferenceSubject {
         ReferenceSubject {
-            runtime: None,
             mutations,
-            self_check: None,
+            ..ReferenceSubject::default()
+        }
+    }
+
+    /// The reference whose clock and id rules other readers draw from too.
+    pub fn with_other_readers(other_readers: OtherReaders) -> ReferenceSubject {
+        ReferenceSubject {
+            other_readers,
+            ..ReferenceSubject::default()
         }
     }
 }
@@ -53,13 +62,15 @@ pub fn runtime_parts(scenario: &Scenario, mutations: Mutations) -> (RuntimeConfi
             .iter()
             .map(crate::scenario::ObserverScript::spec)
             .collect(),
+        other_readers: OtherReaders::default(),
     };
     (config, deps)
 }
 
 impl Subject for ReferenceSubject {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
-        let (config, deps) = runtime_parts(scenario, self.mutations.clone());
+        let (config, mut deps) = runtime_parts(scenario, self.mutations.clone());
+        deps.other_readers = self.other_readers;
         match Runtime::restore(config, deps, &scenario.session) {
             Ok(mut runtime) => {
                 let restored = Restored {
@@ -79,6 +90,10 @@ impl Subject for ReferenceSubject {
 
     fn reference_mutations(&self) -> Option<Mutations> {
         Some(self.mutations.clone())
+    }
+
+    fn reference_other_readers(&self) -> OtherReaders {
+        self.other_readers
     }
 
     fn mutant_name(&self) -> Option<&'static str> {

@@ -112,6 +112,10 @@ pub enum SeamBug {
     /// A sink error that comes back after the next run got a model response is reported as a
     /// mode error of the runtime's own.
     WriteErrorWrappedWhenLate,
+    /// The queue releases the next prompt before the finished one settles (a promise chain or an
+    /// asyncio task that resolves the caller in a `finally` after starting the next run): the
+    /// settlement is written after the next run's first model request.
+    SettledAfterNextRunStarts,
     /// A steer during a later request of the run is dropped.
     SteerLostOnLaterRequest,
     /// flush() resolves while an after hook runs.
@@ -164,6 +168,7 @@ impl SeamBug {
         SeamBug::FlushResolvesDuringTool,
         SeamBug::DisposeResolvesDuringTool,
         SeamBug::WriteErrorWrappedWhenLate,
+        SeamBug::SettledAfterNextRunStarts,
         SeamBug::SteerLostOnLaterRequest,
         SeamBug::FlushResolvesDuringAfterHook,
         SeamBug::FlushResolvesOnLaterRequest,
@@ -212,6 +217,7 @@ impl SeamBug {
             SeamBug::FlushResolvesDuringTool => "flush-resolves-during-tool",
             SeamBug::DisposeResolvesDuringTool => "dispose-resolves-during-tool",
             SeamBug::WriteErrorWrappedWhenLate => "write-error-wrapped-when-late",
+            SeamBug::SettledAfterNextRunStarts => "settled-after-next-run-starts",
             SeamBug::SteerLostOnLaterRequest => "steer-lost-on-later-request",
             SeamBug::FlushResolvesDuringAfterHook => "flush-resolves-during-after-hook",
             SeamBug::FlushResolvesOnLaterRequest => "flush-resolves-on-later-request",
@@ -281,6 +287,8 @@ pub struct SeamSubject {
     observer_error: Option<String>,
     /// Observers already told of a run's end (`AgentEndToldOnce`).
     told_agent_end: std::collections::BTreeSet<String>,
+    /// Prompt-like operations delivered (`SettledAfterNextRunStarts`).
+    prompt_ops: std::collections::BTreeSet<OpId>,
 }
 
 /// What is in flight: the window an operation or an answer lands in.
@@ -338,6 +346,7 @@ impl SeamSubject {
             held_appends: Vec::new(),
             observer_error: None,
             told_agent_end: std::collections::BTreeSet::new(),
+            prompt_ops: std::collections::BTreeSet::new(),
         }
     }
 
@@ -507,6 +516,7 @@ impl SeamSubject {
         match &input {
             Input::Prompt { op, .. } | Input::Mode { op, .. } | Input::Library { op, .. } => {
                 self.unsettled_prompts.push(*op);
+                self.prompt_ops.insert(*op);
             }
             Input::Steer { op, .. } | Input::FollowUp { op, .. } | Input::Abort { op } => self.control_ops.push(*op),
             Input::Complete {
@@ -757,6 +767,24 @@ impl SeamSubject {
     }
 }
 
+impl SeamSubject {
+    /// `SettledAfterNextRunStarts`: a prompt's settlement that comes before the next run's first
+    /// model request in one batch moves to the batch's end.
+    fn settle_after_next_run(&self, batch: &mut [Effect]) {
+        let is_prompt_settlement =
+            |effect: &Effect| matches!(effect, Effect::Settled { op, .. } if self.prompt_ops.contains(op));
+        let Some(settled) = batch.iter().position(is_prompt_settlement) else {
+            return;
+        };
+        if batch[settled..]
+            .iter()
+            .any(|effect| matches!(effect, Effect::ModelRequest { .. }))
+        {
+            batch[settled..].rotate_left(1);
+        }
+    }
+}
+
 /// json mode output with only the last `keep` messages.
 fn keep_last_messages(text: &str, keep: usize) -> String {
     let Ok(mut value) = serde_json::from_str::<Value>(text.trim_end()) else {
@@ -826,6 +854,17 @@ impl Subject for SeamSubject {
     }
 
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        let first = effects.len();
+        self.deliver_rewritten(input, effects)?;
+        if self.bug == SeamBug::SettledAfterNextRunStarts {
+            self.settle_after_next_run(&mut effects[first..]);
+        }
+        Ok(())
+    }
+}
+
+impl SeamSubject {
+    fn deliver_rewritten(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
         effects.append(&mut self.held);
         if self.rewrite_in_window(&input, effects).is_err() {
             return Ok(());

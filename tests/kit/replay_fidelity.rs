@@ -88,10 +88,13 @@ fn printed_cases(text: &str, parse: fn(&str) -> Option<Printed>) -> Vec<(String,
     cases
 }
 
-/// `RULE [trace 0005,0007] message`, as `run` prints a violation.
+/// `RULE [trace 0005,0007] message` (or `[trace 0005; evident at 0009]`), as `run` prints a
+/// violation; the first one of a case is `root cause: RULE ...`.
 fn run_violation(row: &str) -> Option<Printed> {
+    let row = row.strip_prefix("root cause: ").unwrap_or(row);
     let (rule, rest) = row.split_once(" [trace ")?;
     let (lines, message) = rest.split_once("] ")?;
+    let lines = lines.split_once("; evident at ").map_or(lines, |(lines, _)| lines);
     let lines = lines.split(',').filter_map(|line| line.parse().ok()).collect();
     Some((rule.to_string(), lines, message.to_string()))
 }
