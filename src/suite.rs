@@ -106,6 +106,17 @@ impl CaseReport {
         self
     }
 
+    /// Keeps only the violations `selection` judges; a failed case with none left passes.
+    pub fn restrict(&mut self, selection: &check::Selection) {
+        if selection.is_all() {
+            return;
+        }
+        self.violations.retain(|violation| selection.judges(&violation.rule));
+        if self.verdict == Verdict::Failed && self.violations.is_empty() {
+            self.verdict = Verdict::Passed;
+        }
+    }
+
     /// The verdict's word, as every report format spells it.
     pub fn status(&self) -> &'static str {
         match self.verdict {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
 use crate::deviations::{self, Comparison, ExpectationFile};
-use crate::protocol::diff::{first_divergence, first_run_difference};
+use crate::protocol::diff::{first_divergence, first_raw_divergence, first_run_difference};
 use crate::protocol::wire::Hello;
 use crate::protocol::ExternalSubject;
 use crate::scenario::LoadedScenario;
@@ -40,6 +40,10 @@ pub(super) struct RunArgs {
     pub jobs: usize,
     /// Run every scenario in a fresh and in a reused adapter process and compare the traces.
     pub check_determinism: bool,
+    /// The rules that judge (`--rules`, `--level`).
+    pub selection: check::Selection,
+    /// Show the raw first divergence (`--raw-divergence`).
+    pub raw_divergence: bool,
 }
 
 /// `agentsim run`: runs the corpus, prints the report, returns the exit code.
@@ -77,6 +81,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
                 seed: args.seed,
                 step_timeout: args.step_timeout,
                 check_determinism: args.check_determinism,
+                raw_divergence: args.raw_divergence,
             };
             pool.run(&corpus, args.jobs)
         }
@@ -88,6 +93,16 @@ pub(super) fn run(args: RunArgs) -> u8 {
             (reports, None)
         }
     };
+    let mut reports = reports;
+    for report in &mut reports {
+        report.restrict(&args.selection);
+    }
+    // Deviations of rules that do not judge this run are neither confirmed nor stale.
+    let expectations = expectations.map(|(path, mut file)| {
+        file.deviations
+            .retain(|deviation| deviation.rule.starts_with("broken:") || args.selection.judges(&deviation.rule));
+        (path, file)
+    });
     let comparison = expectations
         .as_ref()
         .map(|(_, file)| deviations::compare(file, &reports));
@@ -97,6 +112,12 @@ pub(super) fn run(args: RunArgs) -> u8 {
             (Some((path, file)), Some(comparison)) => {
                 // The expectation lines go before the summary, which stays the last line.
                 let mut text = report::human_cases(&reports);
+                text.push_str(&report::corpus_summary(
+                    &reports,
+                    &args.selection,
+                    hello.as_ref(),
+                    &corpus,
+                ));
                 for line in expectation_lines(path, file, comparison, &implementation) {
                     text.push_str(&line);
                     text.push('\n');
@@ -104,10 +125,27 @@ pub(super) fn run(args: RunArgs) -> u8 {
                 text.push_str(&report::summary(&reports));
                 text
             }
-            _ => report::human(&reports),
+            _ => {
+                let mut text = report::human_cases(&reports);
+                text.push_str(&report::corpus_summary(
+                    &reports,
+                    &args.selection,
+                    hello.as_ref(),
+                    &corpus,
+                ));
+                text.push_str(&report::summary(&reports));
+                text
+            }
         },
         Format::Json => {
-            let text = report::json(&reports, args.strategy, args.seed);
+            let text = report::json_judged(
+                &reports,
+                args.strategy,
+                args.seed,
+                &args.selection,
+                hello.as_ref(),
+                &corpus,
+            );
             match (&expectations, &comparison) {
                 (Some((path, file)), Some(comparison)) => {
                     let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
@@ -163,7 +201,7 @@ pub(super) fn replay_case(
     step_timeout: Duration,
 ) -> CaseReport {
     let mut subject = ExternalSubject::new(command, step_timeout);
-    run_on(loaded, strategy, seed, &mut subject)
+    run_on(loaded, strategy, seed, &mut subject, false)
 }
 
 /// `agentsim serve`: the reference as an adapter on stdin/stdout.
@@ -201,6 +239,7 @@ struct Pool<'a> {
     seed: u64,
     step_timeout: Duration,
     check_determinism: bool,
+    raw_divergence: bool,
 }
 
 impl Pool<'_> {
@@ -245,7 +284,7 @@ impl Pool<'_> {
     /// One scenario on `subject` and on the in-process reference: the adapter's case, with
     /// its divergence from the reference.
     fn run_one(&self, loaded: &LoadedScenario, subject: &mut ExternalSubject) -> CaseReport {
-        run_on(loaded, self.strategy, self.seed, subject)
+        run_on(loaded, self.strategy, self.seed, subject, self.raw_divergence)
     }
 
     /// `--check-determinism`: the scenario in a fresh adapter process, then in the worker's
@@ -301,7 +340,13 @@ impl Pool<'_> {
 
 /// Runs one scenario on the adapter behind `subject` and on the reference; returns the
 /// adapter's case, with its divergence from the reference.
-fn run_on(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subject: &mut ExternalSubject) -> CaseReport {
+fn run_on(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    subject: &mut ExternalSubject,
+    raw_divergence: bool,
+) -> CaseReport {
     let mut case = suite::run_case(loaded, strategy, seed, subject);
     let (command, step_timeout) = (subject.command().to_string(), subject.step_timeout());
     case.implementation = Some((command, step_timeout.as_millis() as u64));
@@ -312,7 +357,11 @@ fn run_on(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subject: &
         }
     }
     if let (Some(implementation), Some(reference)) = (&case.outcome, &reference_case.outcome) {
-        case.divergence = first_divergence(&reference.trace, &implementation.trace);
+        case.divergence = if raw_divergence {
+            first_raw_divergence(&reference.trace, &implementation.trace)
+        } else {
+            first_divergence(&reference.trace, &implementation.trace)
+        };
     }
     case
 }

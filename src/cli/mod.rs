@@ -9,6 +9,7 @@ mod check_session;
 mod crash_test;
 mod explore;
 mod external;
+mod findings;
 mod matrix;
 mod report;
 
@@ -83,6 +84,13 @@ enum Command {
         /// divergence from the reference with `--impl`) and an index.html to DIR.
         #[arg(long, value_name = "DIR")]
         html_dir: Option<PathBuf>,
+        #[command(flatten)]
+        judging: Judging,
+        /// With `--impl`: show the raw first divergence from the reference, timestamps and
+        /// appended ids included (by default those values, which the seed leaves open, are set
+        /// aside and the first divergence that matters is shown).
+        #[arg(long)]
+        raw_divergence: bool,
     },
     /// Run each scenario under many schedules (seeds or exhaustive), checking every rule.
     Explore(explore::ExploreArgs),
@@ -183,6 +191,28 @@ fn choices_problem(given: &[usize], taken: &[(usize, usize)]) -> Option<String> 
     None
 }
 
+/// Which rules judge (`run`, `explore`).
+#[derive(clap::Args, Clone, Default)]
+pub struct Judging {
+    /// Judge only these rules: comma-separated rule IDs or areas (`POISON,PERSIST-6`).
+    #[arg(long, value_name = "AREA|ID,...", value_parser = crate::check::Selection::parse_rules)]
+    rules: Option<crate::check::Selection>,
+    /// Judge only the rules of this level (`must`: the commit contract; `should`: the course's
+    /// encodings). A scenario's own `expect` block is judged only when every rule is.
+    #[arg(long, value_parser = parse_level)]
+    level: Option<crate::check::Level>,
+}
+
+impl Judging {
+    pub fn selection(&self) -> crate::check::Selection {
+        self.rules.clone().unwrap_or_default().with_level(self.level)
+    }
+}
+
+fn parse_level(text: &str) -> Result<crate::check::Level, String> {
+    crate::check::Level::parse(text).ok_or_else(|| format!("`{text}`: expected must or should"))
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
@@ -255,6 +285,8 @@ pub fn main() -> ExitCode {
             html_dir,
             jobs,
             check_determinism,
+            judging,
+            raw_divergence,
         } => external::run(external::RunArgs {
             paths: default_paths(paths),
             strategy,
@@ -267,6 +299,8 @@ pub fn main() -> ExitCode {
             html_dir,
             jobs: jobs.map_or_else(default_jobs, |jobs| jobs as usize),
             check_determinism,
+            selection: judging.selection(),
+            raw_divergence,
         }),
         Command::Serve { mutant, protocol } => external::serve(mutant, protocol),
         Command::Replay {

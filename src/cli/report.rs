@@ -36,12 +36,6 @@ pub(crate) fn summary(reports: &[CaseReport]) -> String {
 /// How many stderr lines of a broken adapter the human report shows.
 const STDERR_LINES_SHOWN: usize = 10;
 
-pub fn human(reports: &[CaseReport]) -> String {
-    let mut text = human_cases(reports);
-    text.push_str(&summary(reports));
-    text
-}
-
 /// The human report without its summary: one block per case.
 pub(crate) fn human_cases(reports: &[CaseReport]) -> String {
     let mut text = String::new();
@@ -100,6 +94,91 @@ pub(crate) fn violation_line(violation: &crate::check::Violation) -> String {
         lines.join(","),
         violation.message
     )
+}
+
+/// What the failing cases come to (root causes, findings), the level reached and, for an
+/// implementation, the features it declared and fails: printed after the cases.
+pub(crate) fn corpus_summary(
+    reports: &[CaseReport],
+    selection: &crate::check::Selection,
+    hello: Option<&crate::protocol::wire::Hello>,
+    corpus: &[crate::scenario::LoadedScenario],
+) -> String {
+    let failing: Vec<super::findings::Failing<'_>> = reports
+        .iter()
+        .filter(|report| report.verdict == Verdict::Failed)
+        .map(|report| super::findings::Failing {
+            name: &report.name,
+            violations: &report.violations,
+            divergence: report.divergence.as_ref(),
+        })
+        .collect();
+    let mut text = super::findings::root_cause_text(&failing, "case");
+    text.push_str(&super::findings::level_line(&level_counts(reports, selection), "case"));
+    if !selection.is_all() {
+        text.push_str(&format!("judged by {}\n", selection.describe()));
+    }
+    if let Some(hello) = hello {
+        for line in super::findings::declared_and_failing(reports, hello, corpus) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+fn level_counts(
+    reports: &[CaseReport],
+    selection: &crate::check::Selection,
+) -> std::collections::BTreeMap<crate::check::Level, (usize, usize)> {
+    super::findings::level_counts(
+        reports
+            .iter()
+            .filter(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed))
+            .map(|report| report.violations.as_slice()),
+        selection,
+    )
+}
+
+/// The JSON report with what the corpus comes to: `rootCauses`, `findings`, `levels`.
+pub(crate) fn json_judged(
+    reports: &[CaseReport],
+    strategy: StrategyKind,
+    seed: u64,
+    selection: &crate::check::Selection,
+    hello: Option<&crate::protocol::wire::Hello>,
+    corpus: &[crate::scenario::LoadedScenario],
+) -> String {
+    let text = json(reports, strategy, seed);
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
+    let failing: Vec<super::findings::Failing<'_>> = reports
+        .iter()
+        .filter(|report| report.verdict == Verdict::Failed)
+        .map(|report| super::findings::Failing {
+            name: &report.name,
+            violations: &report.violations,
+            divergence: report.divergence.as_ref(),
+        })
+        .collect();
+    let findings: Vec<serde_json::Value> = super::findings::findings(&failing)
+        .iter()
+        .map(|finding| {
+            json!({
+                "rule": finding.rule,
+                "signature": finding.signature,
+                "cases": finding.cases,
+            })
+        })
+        .collect();
+    value["findings"] = json!(findings);
+    value["levels"] = super::findings::level_json(&level_counts(reports, selection));
+    value["judged"] = json!(selection.describe());
+    if let Some(hello) = hello {
+        value["declaredAndFailing"] = json!(super::findings::declared_and_failing(reports, hello, corpus));
+    }
+    let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
+    text.push('\n');
+    text
 }
 
 pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String {

@@ -728,6 +728,28 @@ const MESSAGE_CHARS_MAX: usize = 1_000;
 
 /// `text` with every control character escaped (`\n`, `\u{1b}`): printed, it stays on one line
 /// and cannot repaint a terminal.
+/// The operations and behaviours a scenario uses, by the names an adapter's `hello` declares
+/// (`features`, `unsupported`): its operations' kinds, `chunks` for a streamed response,
+/// `observers` for extension event observers. In first-use order, each once.
+pub fn features_used(scenario: &Scenario) -> Vec<&'static str> {
+    let mut used: Vec<&'static str> = Vec::new();
+    let mut add = |name: &'static str| {
+        if !used.contains(&name) {
+            used.push(name);
+        }
+    };
+    for spec in &scenario.operations {
+        add(spec.operation().name());
+    }
+    if scenario.model.iter().any(|step| step.chunks.unwrap_or(1) > 1) {
+        add("chunks");
+    }
+    if !scenario.observers.is_empty() {
+        add("observers");
+    }
+    used
+}
+
 pub fn printable(text: &str) -> String {
     if !text.chars().any(char::is_control) {
         return text.to_string();

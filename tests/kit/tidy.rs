@@ -81,6 +81,12 @@ fn tidy_conformance_headings_are_the_catalogue() {
             "{}: no `Seed:` line",
             rule.id
         );
+        let level = format!("- Level: {} (", rule.level.word());
+        assert!(
+            lines.iter().any(|line| line.starts_with(&level) && line.ends_with(')')),
+            "{}: conformance.md must give its level as `{level}reason)`, as check::catalogue() does",
+            rule.id
+        );
     }
 }
 
