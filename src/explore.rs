@@ -21,7 +21,7 @@ use crate::sim::guided::GuidedSearch;
 use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, Subject, SubjectFailure};
 
 /// Which schedules to run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ExploreConfig {
     pub strategy: StrategyKind,
     pub seeds: u64,
@@ -33,6 +33,10 @@ pub struct ExploreConfig {
     pub world: crate::suite::WorldKind,
     /// Count, per rule situation (`check::situations`), the traces that reach it.
     pub coverage: bool,
+    /// The rules that judge (`--rules`, `--level`).
+    pub selection: check::Selection,
+    /// Stop starting schedules once this many failed (`--max-failures`).
+    pub max_failures: Option<u64>,
 }
 
 /// One schedule that broke a rule (or was not deterministic, or broke the subject).
@@ -46,6 +50,17 @@ pub struct ExploreFailure {
     pub choices: Option<Vec<usize>>,
     /// A description of the run, e.g. `random seed 7`.
     pub origin: String,
+}
+
+impl ExploreFailure {
+    /// `scenario (strategy seed N)` when the run's origin is known, else the scenario.
+    pub fn origin_or_scenario(&self) -> &str {
+        if self.origin.is_empty() {
+            &self.scenario
+        } else {
+            &self.origin
+        }
+    }
 }
 
 /// The exhaustive enumeration of one scenario.
@@ -67,8 +82,18 @@ pub struct ExploreSummary {
     pub failures: Vec<ExploreFailure>,
     pub enumerations: Vec<Enumeration>,
     pub stopped_by_time: bool,
+    /// The exploration stopped at `--max-failures`.
+    pub stopped_by_failures: bool,
+    /// Schedules not run because the implementation declared something the scenario uses
+    /// unsupported, and the scenarios that were, with the reason.
+    pub not_applicable: u64,
+    pub not_applicable_scenarios: std::collections::BTreeMap<String, String>,
     /// Traces that reached each situation of `check::situations()`, when counted.
     pub coverage: Option<Vec<u64>>,
+    /// The rules that judged (copied from the configuration for the summary).
+    pub selection: check::Selection,
+    /// Failing schedules over every worker, for `--max-failures`.
+    failure_counter: Option<std::sync::Arc<AtomicU64>>,
 }
 
 /// Creates a fresh subject for every run.
@@ -102,14 +127,23 @@ pub fn explore(
     };
     let done = AtomicU64::new(0);
     let out_of_time = AtomicBool::new(false);
+    let failures_seen = std::sync::Arc::new(AtomicU64::new(0));
+    let out_of_failures = AtomicBool::new(false);
     let next_scenario = AtomicU64::new(0);
     let results: Mutex<Vec<(usize, ExploreSummary)>> = Mutex::new(Vec::new());
+    // Whether to start no more schedules: the time limit passed, or enough schedules failed.
     let timed_out = || {
         let over = config.time_limit.is_some_and(|limit| started.elapsed() >= limit);
         if over {
             out_of_time.store(true, Ordering::Relaxed);
         }
-        over
+        let enough = config
+            .max_failures
+            .is_some_and(|most| failures_seen.load(Ordering::Relaxed) >= most);
+        if enough {
+            out_of_failures.store(true, Ordering::Relaxed);
+        }
+        over || enough
     };
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
@@ -118,6 +152,8 @@ pub fn explore(
                 let Some(loaded) = corpus.get(index) else { break };
                 let mut summary = ExploreSummary {
                     coverage: config.coverage.then(|| vec![0; check::situations::situations().len()]),
+                    selection: config.selection.clone(),
+                    failure_counter: Some(failures_seen.clone()),
                     ..ExploreSummary::default()
                 };
                 match config.strategy {
@@ -185,6 +221,8 @@ pub fn explore(
     results.sort_by_key(|(index, _)| *index);
     let mut total = ExploreSummary {
         stopped_by_time: out_of_time.load(Ordering::Relaxed),
+        stopped_by_failures: out_of_failures.load(Ordering::Relaxed),
+        selection: config.selection.clone(),
         coverage: config.coverage.then(|| vec![0; check::situations::situations().len()]),
         ..ExploreSummary::default()
     };
@@ -196,6 +234,8 @@ pub fn explore(
         }
         total.passed += summary.passed;
         total.failed += summary.failed;
+        total.not_applicable += summary.not_applicable;
+        total.not_applicable_scenarios.extend(summary.not_applicable_scenarios);
         total.failures.extend(summary.failures);
         total.enumerations.extend(summary.enumerations);
     }
@@ -230,16 +270,17 @@ fn run_net_one(
     };
     let outcome = match run_world(&options) {
         Ok(crate::net::NetRun {
-            failure: Some(SubjectFailure::Unsupported { .. }),
+            failure: Some(SubjectFailure::Unsupported { operation, reason }),
             ..
         }) => {
-            // Not applicable to this implementation: nothing to judge.
+            // Not applicable to this implementation: nothing to judge, but counted.
+            summary.not_applicable(loaded, &operation, &reason);
             return;
         }
         Ok(crate::net::NetRun {
             failure: Some(failure), ..
         }) => {
-            summary.record(loaded, replay, Vec::new(), Some(failure));
+            summary.record(loaded, replay, Vec::new(), Some(failure), None);
             return;
         }
         Ok(run) => run.outcome,
@@ -247,7 +288,7 @@ fn run_net_one(
             let broken = SubjectFailure::Protocol {
                 message: error.to_string(),
             };
-            summary.record(loaded, replay, Vec::new(), Some(broken));
+            summary.record(loaded, replay, Vec::new(), Some(broken), None);
             return;
         }
     };
@@ -262,7 +303,7 @@ fn run_net_one(
             ));
         }
     }
-    summary.record(loaded, replay, violations, None);
+    summary.record(loaded, replay, violations, None, Some(&outcome));
 }
 
 /// The violation a run that did not repeat its trace gets.
@@ -285,17 +326,35 @@ impl ExploreSummary {
         }
     }
 
-    /// Counts one schedule: passed when it broke nothing, else a failure with its replay.
+    /// Counts a schedule that could not run: the implementation declared `operation`, which the
+    /// scenario uses, unsupported.
+    fn not_applicable(&mut self, loaded: &LoadedScenario, operation: &str, reason: &str) {
+        self.not_applicable += 1;
+        self.not_applicable_scenarios
+            .entry(loaded.name.clone())
+            .or_insert_with(|| format!("`{operation}` is unsupported: {reason}"));
+    }
+
+    /// Counts one schedule: passed when the selected rules found nothing, else a failure with
+    /// its replay and its violations, root cause first.
     fn record(
         &mut self,
         loaded: &LoadedScenario,
         replay: String,
-        violations: Vec<Violation>,
+        mut violations: Vec<Violation>,
         broken: Option<SubjectFailure>,
+        outcome: Option<&RunOutcome>,
     ) {
+        violations.retain(|violation| violation.rule == "determinism" || self.selection.judges(&violation.rule));
         if violations.is_empty() && broken.is_none() {
             self.passed += 1;
             return;
+        }
+        if let Some(outcome) = outcome {
+            violations = check::cause::order_by_cause(&loaded.scenario, &outcome.trace, &outcome.store, violations);
+        }
+        if let Some(counter) = &self.failure_counter {
+            counter.fetch_add(1, Ordering::Relaxed);
         }
         self.failed += 1;
         self.failures.push(ExploreFailure {
@@ -377,10 +436,13 @@ fn run_one(
     let outcome = match first {
         Ok(outcome) => outcome,
         // The implementation declared something this scenario uses unsupported: not
-        // applicable, so neither passed nor failed.
-        Err(SubjectFailure::Unsupported { .. }) => return None,
+        // applicable, so neither passed nor failed, but counted.
+        Err(SubjectFailure::Unsupported { operation, reason }) => {
+            summary.not_applicable(loaded, &operation, &reason);
+            return None;
+        }
         Err(failure) => {
-            summary.record(loaded, replay, Vec::new(), Some(failure));
+            summary.record(loaded, replay, Vec::new(), Some(failure), None);
             return None;
         }
     };
@@ -408,7 +470,7 @@ fn run_one(
         }
     }
     let failed_before = summary.failed;
-    summary.record(loaded, replay, violations, None);
+    summary.record(loaded, replay, violations, None, Some(&outcome));
     if let Some(failure) = summary.failures.last_mut().filter(|_| summary.failed > failed_before) {
         failure.choices = Some(outcome.choices.iter().map(|(index, _)| *index).collect());
         failure.origin = match (choices, strategy) {

@@ -72,6 +72,11 @@ pub struct ExploreArgs {
     /// be listed there (under `scenarios` or `explored`); then the run exits 0.
     #[arg(long, value_name = "FILE")]
     expect: Option<PathBuf>,
+    /// Stop starting schedules once N have failed (the schedules already running finish).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_failures: Option<u64>,
+    #[command(flatten)]
+    judging: super::Judging,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -161,6 +166,8 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         check_determinism: args.check_determinism,
         world: args.world,
         coverage: args.coverage,
+        selection: args.judging.selection(),
+        max_failures: args.max_failures,
     };
     let mutant = args.mutant;
     if args.world == WorldKind::Net && matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided) {
@@ -195,7 +202,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     };
     let report = progress_reporter();
     let started = Instant::now();
-    let summary = explore(&corpus, config, &factory, threads(args.threads), &report);
+    let summary = explore(&corpus, config.clone(), &factory, threads(args.threads), &report);
     if args.world == WorldKind::Net {
         println!(
             "networked world: turmoil seed = turmoil_seed(kit seed), e.g. seed 0 -> {:#018x}",
@@ -285,27 +292,79 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     }
 }
 
-/// Failures first (each with its replay command), enumeration coverage, then the closing line.
+/// How many failing schedules explore prints one by one; the summary counts them all.
+const FAILURES_SHOWN: usize = 50;
+
+/// Failures first (each with every violation, root cause first, and its replay command),
+/// enumeration coverage, root causes and findings, the level, then the closing line.
 fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Duration) -> String {
     let mut text = String::new();
-    for failure in summary.failures.iter().take(50) {
-        text.push_str(&format!("FAIL   {}\n", failure.scenario));
+    for failure in summary.failures.iter().take(FAILURES_SHOWN) {
+        text.push_str(&format!("FAIL   {}\n", failure.origin_or_scenario()));
         if let Some(broken) = &failure.broken {
-            text.push_str(&format!("       broken: {broken}\n"));
+            text.push_str(&format!("       broken: {broken} ({})\n", broken.code()));
         }
-        for violation in failure.violations.iter().take(5) {
-            text.push_str(&format!(
-                "       {} {:?} {}\n",
-                violation.rule, violation.lines, violation.message
-            ));
+        for (index, violation) in failure.violations.iter().enumerate() {
+            let line = format!("{} {:?} {}", violation.rule, violation.lines, violation.message);
+            if index == 0 {
+                text.push_str(&format!("       root cause: {line}\n"));
+                let later = failure.violations.len() - 1;
+                if later > 0 {
+                    text.push_str(&format!(
+                        "       then {later} later violation{}, which may follow from it:\n",
+                        if later == 1 { "" } else { "s" }
+                    ));
+                }
+            } else {
+                text.push_str(&format!("         {line}\n"));
+            }
         }
         text.push_str(&format!("       replay: {}\n", failure.replay));
     }
-    if summary.failures.len() > 50 {
+    if summary.failures.len() > FAILURES_SHOWN {
         text.push_str(&format!(
-            "... and {} more failing schedules\n",
-            summary.failures.len() - 50
+            "... and {} more failing schedules (counted in the summary below)\n",
+            summary.failures.len() - FAILURES_SHOWN
         ));
+    }
+    let failing: Vec<super::findings::Failing<'_>> = summary
+        .failures
+        .iter()
+        .map(|failure| super::findings::Failing {
+            name: &failure.scenario,
+            violations: &failure.violations,
+            divergence: None,
+        })
+        .collect();
+    text.push_str(&super::findings::root_cause_text(&failing, "schedule"));
+    let broken = summary
+        .failures
+        .iter()
+        .filter(|failure| failure.broken.is_some())
+        .count();
+    if broken > 0 {
+        text.push_str(&format!("broken: {broken} schedules could not be driven (exit 3)\n"));
+    }
+    let judged = summary.failures.iter().map(|failure| failure.violations.as_slice());
+    text.push_str(&super::findings::level_line(
+        &super::findings::level_counts(judged, &summary.selection),
+        "schedule",
+    ));
+    if !summary.selection.is_all() {
+        text.push_str(&format!("judged by {}\n", summary.selection.describe()));
+    }
+    if summary.not_applicable > 0 {
+        text.push_str(&format!(
+            "{} schedules not applicable, of {} scenarios:\n",
+            summary.not_applicable,
+            summary.not_applicable_scenarios.len()
+        ));
+        for (scenario, reason) in &summary.not_applicable_scenarios {
+            text.push_str(&format!("n/a    {scenario}: {reason}\n"));
+        }
+    }
+    if summary.stopped_by_failures {
+        text.push_str("stopped at --max-failures\n");
     }
     if let StrategyKind::Exhaustive { bound } = strategy {
         let enumerated: Vec<_> = summary.enumerations.iter().filter(|e| !e.skipped).collect();

@@ -31,17 +31,23 @@ pub(crate) struct Finding<'a> {
 /// the same in every scenario.
 fn shape(text: &str) -> String {
     let mut shaped = String::with_capacity(text.len());
-    let mut in_quote = false;
+    let mut quote: Option<char> = None;
     let mut last_digit = false;
     for character in text.chars() {
-        if character == '`' {
-            if !in_quote {
-                shaped.push_str("`…`");
+        if character == '`' || character == '"' {
+            match quote {
+                None => {
+                    shaped.push(character);
+                    shaped.push('…');
+                    shaped.push(character);
+                    quote = Some(character);
+                }
+                Some(open) if open == character => quote = None,
+                Some(_) => {}
             }
-            in_quote = !in_quote;
             continue;
         }
-        if in_quote {
+        if quote.is_some() {
             continue;
         }
         if character.is_ascii_digit() {
@@ -79,7 +85,7 @@ fn signature(failing: &Failing<'_>) -> String {
             )
         }
         None => format!(
-            "\"{}\"",
+            "message: {}",
             shape(
                 failing
                     .violations
@@ -166,8 +172,14 @@ pub(crate) fn root_cause_text(failing: &[Failing<'_>], unit: &str) -> String {
         findings.len()
     ));
     for finding in &findings {
-        let names: Vec<&str> = finding.cases.iter().take(3).copied().collect();
-        let more = finding.cases.len().saturating_sub(names.len());
+        let mut distinct: Vec<&str> = Vec::new();
+        for name in &finding.cases {
+            if !distinct.contains(name) {
+                distinct.push(name);
+            }
+        }
+        let names: Vec<&str> = distinct.iter().take(3).copied().collect();
+        let more = distinct.len().saturating_sub(names.len());
         if finding.cases.len() == 1 {
             text.push_str(&format!(
                 "  1 {unit} fails {} first: {}\n",
@@ -293,8 +305,8 @@ mod tests {
     #[test]
     fn shapes_blank_numbers_and_quoted_names() {
         assert_eq!(
-            shape("op#2's run started while op#1 settled only at line 0015: `entry-3`"),
-            "op#N's run started while op#N settled only at line N: `…`"
+            shape("op#2's run started while op#1 settled only at line 0015: `entry-3` \"读 a`b\""),
+            "op#N's run started while op#N settled only at line N: `…` \"…\""
         );
     }
 

@@ -101,6 +101,7 @@ fn run_violation(row: &str) -> Option<Printed> {
 
 /// `RULE [5, 7] message`, as `explore` prints a violation.
 fn explore_violation(row: &str) -> Option<Printed> {
+    let row = row.strip_prefix("root cause: ").unwrap_or(row);
     let (rule, rest) = row.split_once(" [")?;
     if rule.contains(' ') {
         return None;
