@@ -346,10 +346,12 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
         text.push_str(&format!("broken: {broken} schedules could not be driven (exit 3)\n"));
     }
     let judged = summary.failures.iter().map(|failure| failure.violations.as_slice());
-    text.push_str(&super::findings::level_line(
-        &super::findings::level_counts(judged, &summary.selection),
-        "schedule",
-    ));
+    if summary.passed + summary.failed > 0 {
+        text.push_str(&super::findings::level_line(
+            &super::findings::level_counts(judged, &summary.selection),
+            "schedule",
+        ));
+    }
     if !summary.selection.is_all() {
         text.push_str(&format!("judged by {}\n", summary.selection.describe()));
     }

@@ -114,7 +114,13 @@ pub(crate) fn corpus_summary(
         })
         .collect();
     let mut text = super::findings::root_cause_text(&failing, "case");
-    text.push_str(&super::findings::level_line(&level_counts(reports, selection), "case"));
+    // With no case judged, every rule would "hold": say nothing rather than something vacuous.
+    if reports
+        .iter()
+        .any(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed))
+    {
+        text.push_str(&super::findings::level_line(&level_counts(reports, selection), "case"));
+    }
     if !selection.is_all() {
         text.push_str(&format!("judged by {}\n", selection.describe()));
     }
