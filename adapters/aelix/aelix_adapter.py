@@ -452,7 +452,7 @@ class KitFileSystem(A["LocalFileSystem"]):  # type: ignore[misc]
             return
         entries = [aelix_line_to_entry(line) for line in content.split("\n") if line.strip()]
         for entry in entries:
-            completion = await self.adapter.effect("append", entry=entry)
+            completion = await self.adapter.awaited(self.adapter.effect("append", entry=entry))
             outcome = completion["outcome"]
             if outcome["kind"] == "failed":
                 cause = outcome["cause"]
