@@ -287,10 +287,13 @@ RULE_CAUSES: Dict[str, List[str]] = {
 }
 
 
-#: A (rule, cause) that applies only when one of the rule's violations says so.
-MESSAGE_HINTS: Dict[tuple, str] = {
-    ("PERSIST-6", "abort-cancels"): "before the store accepted",
-    ("PERSIST-6", "abort-drops"): "do not end with",
+#: A (rule, cause) that applies only when the rule's violations say one of these.
+SYSTEM_PROMPT_SAID = ("system prompt was", "Review code carefully", "Cut a release")
+MESSAGE_HINTS: Dict[tuple, tuple] = {
+    ("PERSIST-6", "abort-cancels"): ("before the store accepted",),
+    ("PERSIST-6", "abort-drops"): ("do not end with",),
+    ("model[0].expect", "system-prompt"): SYSTEM_PROMPT_SAID,
+    ("model[1].expect", "system-prompt"): SYSTEM_PROMPT_SAID,
 }
 
 #: Where a rule's failure is worse than its cause's usual verdict.
@@ -382,7 +385,7 @@ def record(report: Dict[str, Any]) -> Dict[str, Any]:
                 (
                     key
                     for key in RULE_CAUSES.get(rule, [])
-                    if key in present and MESSAGE_HINTS.get((rule, key), "") in said
+                    if key in present and any(hint in said for hint in MESSAGE_HINTS.get((rule, key), ("",)))
                 ),
                 None,
             )
