@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""Writes expectations/aelix-0.1.0b2.json from a JSON report of the aelix adapter's run.
+
+    agentsim run --impl "python3 adapters/aelix/adapter.py" scenarios/ --format json > report.json
+    python3 adapters/aelix/expectations.py report.json > expectations/aelix-0.1.0b2.json
+
+Every failing (scenario, rule) pair is given its cause in aelix: CAUSES says what aelix does,
+where (the installed file, function and line, each confirmed by reading it) and whether it is
+a bug or a choice; RULE_CAUSES says, per rule, which causes can explain a failure, in order; a
+pair takes the first of them that the scenario exhibits (FEATURES). One deviation is written per
+rule and cause. A pair that no listed cause explains stops the script with its name: it is either
+a new finding (add its cause here, after reading the source) or an adapter or kit mistake (fix
+it, do not list it). Standard library only; run it again after the kit or aelix changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, List, Set
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+SITE = ".venv/lib/python3.11/site-packages/"
+CORE = SITE + "aelix_agent_core/harness/core.py"
+STORAGE = SITE + "aelix_agent_core/session/jsonl_storage.py"
+PRINT = SITE + "aelix_coding_agent/modes/print_mode.py"
+
+
+def source(file: str, function: str, line: int) -> Dict[str, Any]:
+    return {"file": file, "function": function, "line": line}
+
+
+CAUSES: Dict[str, Dict[str, Any]] = {
+    "system-prompt": {
+        "reason": "aelix composes the system prompt itself (its CLI's _resolve_system_prompt and "
+        "_resolve_append_chunks): the configured prompt, or with none its default coding-agent prompt "
+        "('You are Aelix, ...', with the working directory and date); then the AGENTS.md files it "
+        "discovers from the working directory up, in a <project_context> fence (other instruction "
+        "paths are never read); a skills catalog only when a `read` tool is active. No '# Pi resources' "
+        "header.",
+        "source": source(SITE + "aelix_coding_agent/cli/entry.py", "_resolve_append_chunks", 1298),
+        "verdict": "choice",
+    },
+    "persist-per-message": {
+        "reason": "aelix persists every message at its message_end, inside the agent run "
+        "(AgentHarness._run's emit calls Session.append_message), not after the run: Pi's design.",
+        "source": source(CORE, "AgentHarness._run", 4443),
+        "verdict": "choice",
+    },
+    "append-failure-swallowed": {
+        "reason": "A failed append does not poison aelix: Session.append_message raises inside "
+        "AgentHarness._run's message_end handler, which logs it at debug level and goes on. "
+        "JsonlSessionStorage did not record the entry, so the leaf stays put: the run goes on "
+        "appending children of the previous entry, the next model request is built from the store "
+        "(Session.build_context) without the lost message, the prompt resolves, and later prompts "
+        "and flushes succeed. The message is in the agent's transcript and not in the store.",
+        "source": source(CORE, "AgentHarness._run", 4444),
+        "verdict": "bug",
+    },
+    "observers-awaited": {
+        "reason": "aelix awaits the message_end hook handlers (the observers) before it persists "
+        "the message: AgentHarness._run's emit runs the hook reduction first, then "
+        "Session.append_message; turn_end and agent_end handlers are awaited inside the run too, so "
+        "a slow observer delays the store and the prompt.",
+        "source": source(CORE, "AgentHarness._run", 4423),
+        "verdict": "choice",
+    },
+    "no-queue": {
+        "reason": "aelix has no operation queue: AgentHarness.prompt() while a turn runs raises "
+        "AgentHarnessError('busy', 'AgentHarness is busy ...') instead of waiting its turn.",
+        "source": source(CORE, "AgentHarness.prompt", 1226),
+        "verdict": "choice",
+    },
+    "dispose-aborts": {
+        "reason": "AgentSessionRuntime.dispose() ends in AgentHarness.dispose(), which aborts the "
+        "turn in flight (abort() cancels its asyncio task) instead of waiting for it: an append or "
+        "model request the turn was awaiting is abandoned (the store may still apply it while aelix "
+        "forgets it), the prompt resolves `aborted` before its entries were stored, and the "
+        "aborted response is never stored.",
+        "source": source(CORE, "AgentHarness.dispose", 3108),
+        "verdict": "bug",
+    },
+    "no-closed-state": {
+        "reason": "aelix has no closed state after dispose: AgentHarness.prompt() checks only "
+        "that no turn runs, so a prompt after dispose runs (without the extensions' hooks, which "
+        "dispose cleared) instead of being rejected with runtime.disposed.",
+        "source": source(CORE, "AgentHarness.prompt", 1225),
+        "verdict": "choice",
+    },
+    "abort-cancels": {
+        "reason": "aelix's abort cancels the turn's asyncio task (AgentHarness.abort: "
+        "turn_task.cancel()); there is no abort signal. Cancelled during its first append, before "
+        "any model request, the run resolves `aborted` (the kit learns a run's signal only from a "
+        "model request or tool call carrying it, so it cannot see the adapter's abort_signal "
+        "belong to this run) and the append it was awaiting is abandoned.",
+        "source": source(CORE, "AgentHarness.abort", 1518),
+        "verdict": "choice",
+    },
+    "abort-drops": {
+        "reason": "An aborted turn stores nothing of what it was doing: the cancelled stream's "
+        "partial response, the tool calls' results, and the `aborted` marker message that "
+        "AgentHarness._run appends to the in-memory transcript only (its comment: it 'keeps abort "
+        "off the session write path'). The transcript and the store disagree; a tool call of the "
+        "aborted response has no result.",
+        "source": source(CORE, "AgentHarness._run", 4586),
+        "verdict": "choice",
+    },
+    "leaf-entry": {
+        "reason": "aelix chooses a branch by writing: Session.move_to -> "
+        "JsonlSessionStorage.set_leaf_id appends a `leaf` entry, which takes the id generator's "
+        "first id, so every later entry's id is one further along the rule. (The adapter writes "
+        "that entry into aelix's file while restoring: the protocol has no effect during start, "
+        "and the kit's entry type has no `leaf`.)",
+        "source": source(STORAGE, "JsonlSessionStorage.set_leaf_id", 546),
+        "verdict": "choice",
+    },
+    "null-leaf": {
+        "reason": "With no leaf chosen aelix does not reject: its loader (_load_jsonl_storage) "
+        "leaves the leaf at the physically last entry and restores that branch.",
+        "source": source(STORAGE, "_load_jsonl_storage", 368),
+        "verdict": "choice",
+    },
+    "duplicate-ids": {
+        "reason": "aelix's session has no duplicate-id diagnostic: JsonlSessionStorage indexes "
+        "entries by id, last one wins, and restore succeeds.",
+        "source": source(STORAGE, "JsonlSessionStorage.__init__", 443),
+        "verdict": "choice",
+    },
+    "cycle-hang": {
+        "reason": "A parent cycle on the chosen chain hangs aelix: "
+        "JsonlSessionStorage.get_path_to_root follows parent_id with no visited set, never returns "
+        "and grows its path list without bound. The adapter stops the walk after 2 s and ends the "
+        "run with the SDK's adapter.exception error naming the hang.",
+        "source": source(STORAGE, "JsonlSessionStorage.get_path_to_root", 580),
+        "verdict": "bug",
+    },
+    "compaction-summary": {
+        "reason": "aelix restores a compaction as a user message with the summary, then the kept "
+        "entries from firstKeptEntryId and the entries after it (build_session_context): the "
+        "transcript's length and first message differ from the path's message entries.",
+        "source": source(SITE + "aelix_agent_core/session/context.py", "build_session_context", 299),
+        "verdict": "choice",
+    },
+    "no-budget": {
+        "reason": "aelix has no per-request context budget: every turn's context is the whole "
+        "branch (AgentHarness._run builds it from Session.build_context()); its only context "
+        "management is compaction, a summarizing model call, off for the kit's scripted model.",
+        "source": source(CORE, "AgentHarness._run", 4334),
+        "verdict": "choice",
+    },
+    "no-max-steps": {
+        "reason": "aelix has no step bound: the agent loop runs while the model calls tools.",
+        "source": source(SITE + "aelix_agent_core/loop.py", "_run_loop", 192),
+        "verdict": "choice",
+    },
+    "hook-throws": {
+        "reason": "A hook handler that raises (error_mode 'throw', the default) fails the whole "
+        "run: the tool_call / tool_result bridge raises AgentHarnessError('hook'), AgentHarness._run "
+        "records an '[error] ...' assistant message no model sent and the prompt rejects with code "
+        "`hook`, instead of denying the call or making its result an error.",
+        "source": source(CORE, "AgentHarness._before_tool_call_bridge", 4007),
+        "verdict": "choice",
+    },
+    "coerce-arguments": {
+        "reason": "aelix coerces tool arguments to the schema before validating (validate_tool_arguments: "
+        "42 becomes '42'), and validates before the tool_call hooks run, so arguments a hook "
+        "rewrote are never validated: the core tool runs.",
+        "source": source(SITE + "aelix_agent_core/loop.py", "_prepare_tool_call", 506),
+        "verdict": "choice",
+    },
+    "json-mode": {
+        "reason": "aelix's json mode (run_print_mode mode 'json', `aelix --mode json`) writes the "
+        "session metadata line, then one JSON line per harness event, each a separate write, the "
+        "first before the prompt; not one {reason, steps, messages} line.",
+        "source": source(PRINT, "run_print_mode", 273),
+        "verdict": "choice",
+    },
+    "print-newline": {
+        "reason": "aelix's print mode (run_print_mode mode 'text', `aelix -p`) writes each text "
+        "block of the last assistant message followed by a newline.",
+        "source": source(PRINT, "run_print_mode", 337),
+        "verdict": "choice",
+    },
+    "unknown-mode": {
+        "reason": "aelix does not validate the mode: run_print_mode with another name than "
+        "'text' or 'json' runs the prompt and writes nothing.",
+        "source": source(PRINT, "run_print_mode", 322),
+        "verdict": "choice",
+    },
+    "sink-error": {
+        "reason": "run_print_mode catches every error, prints it to stderr and returns exit code "
+        "1; the sink's error never reaches the caller (the adapter rejects with exitCode.1 and "
+        "the printed text).",
+        "source": source(PRINT, "run_print_mode", 345),
+        "verdict": "choice",
+    },
+    "mode-disposes-host": {
+        "reason": "run_print_mode is single-shot: its finally disposes the runtime host "
+        "(AgentSessionRuntime.dispose) even when it failed, so a mode ends the harness's turn in "
+        "flight (dispose aborts it) and clears the extensions' hooks for what follows.",
+        "source": source(PRINT, "run_print_mode", 377),
+        "verdict": "choice",
+    },
+    "interactive": {
+        "reason": "aelix's interactive mode is its terminal UI (run_tui): the adapter cannot drive "
+        "it in process and rejects the mode with adapter.unsupported (the protocol declares "
+        "unsupported operations, not mode names).",
+        "source": source(SITE + "aelix_coding_agent/tui/shell.py", "run_tui", 452),
+        "verdict": "choice",
+    },
+}
+
+#: Per rule, the causes that can explain a failure, most specific first.
+RULE_CAUSES: Dict[str, List[str]] = {
+    "PROJECT-2": ["system-prompt"],
+    "WIRE-1": ["system-prompt"],
+    "WIRE-2": ["system-prompt"],
+    "PERSIST-7": ["persist-per-message"],
+    "OBSERVE-4": ["observers-awaited"],
+    "RESTORE-3": ["null-leaf"],
+    "RESTORE-4": ["compaction-summary"],
+    "PATH-2": ["duplicate-ids"],
+    "PERSIST-4": ["leaf-entry"],
+    "AGENT-1": ["no-max-steps"],
+    "CONTEXT-1": ["no-budget"],
+    "WIRE-7": ["coerce-arguments"],
+    "PROJECT-6": ["hook-throws"],
+    "MODE-3": ["unknown-mode"],
+    "MODE-4": ["sink-error"],
+    "POISON-1": ["append-failure-swallowed"],
+    "POISON-2": ["append-failure-swallowed"],
+    "POISON-4": ["append-failure-swallowed"],
+    "LIFE-3": ["append-failure-swallowed"],
+    "DURABLE-2": ["append-failure-swallowed"],
+    "DURABLE-3": ["append-failure-swallowed"],
+    "POISON-3": ["no-queue"],
+    "LIFE-4": ["no-closed-state"],
+    "LIFE-5": ["mode-disposes-host"],
+    "LIFE-2": ["unknown-mode"],
+    "PERSIST-1": ["unknown-mode"],
+    "PROJECT-7": ["unknown-mode"],
+    "PERSIST-2": ["null-leaf", "append-failure-swallowed"],
+    "PERSIST-5": ["null-leaf", "duplicate-ids", "append-failure-swallowed"],
+    "PROJECT-1": ["compaction-summary", "no-budget", "append-failure-swallowed"],
+    "CONTEXT-2": ["append-failure-swallowed", "abort-drops"],
+    "AGENT-4": ["mode-disposes-host", "dispose-aborts", "abort-cancels"],
+    "AGENT-5": ["abort-drops", "dispose-aborts"],
+    "QUEUE-2": ["abort-drops", "dispose-aborts"],
+    "PERSIST-3": ["mode-disposes-host", "dispose-aborts"],
+    "POISON-5": ["append-failure-swallowed", "mode-disposes-host", "dispose-aborts"],
+    "PERSIST-6": [
+        "append-failure-swallowed",
+        "observers-awaited",
+        "json-mode",
+        "mode-disposes-host",
+        "dispose-aborts",
+        "abort-cancels",
+        "abort-drops",
+    ],
+    "MODE-1": ["json-mode", "print-newline"],
+    "MODE-2": ["json-mode", "interactive", "unknown-mode", "mode-disposes-host", "no-queue"],
+    "model[0].expect": ["system-prompt", "no-budget"],
+    "model[1].expect": ["system-prompt", "no-budget", "coerce-arguments", "abort-drops"],
+    "broken:subject.malformed": ["cycle-hang"],
+    # A scenario's own expect block: the cause that changes the canonical outcome first.
+    "expect": [
+        "leaf-entry",
+        "null-leaf",
+        "duplicate-ids",
+        "append-failure-swallowed",
+        "interactive",
+        "unknown-mode",
+        "mode-disposes-host",
+        "json-mode",
+        "sink-error",
+        "print-newline",
+        "dispose-aborts",
+        "abort-cancels",
+        "abort-drops",
+        "no-queue",
+        "no-max-steps",
+        "hook-throws",
+        "coerce-arguments",
+        "observers-awaited",
+    ],
+}
+
+
+#: A (rule, cause) that applies only when the rule's violations say one of these.
+SYSTEM_PROMPT_SAID = ("system prompt was", "Review code carefully", "Cut a release")
+MESSAGE_HINTS: Dict[tuple, tuple] = {
+    ("PERSIST-6", "abort-cancels"): ("before the store accepted",),
+    ("PERSIST-6", "abort-drops"): ("do not end with",),
+    ("model[0].expect", "system-prompt"): SYSTEM_PROMPT_SAID,
+    ("model[1].expect", "system-prompt"): SYSTEM_PROMPT_SAID,
+}
+
+#: Where a rule's failure is worse than its cause's usual verdict.
+VERDICTS: Dict[tuple, str] = {
+    # The prompt resolved before the append of its user message was answered.
+    ("PERSIST-6", "abort-cancels"): "bug",
+}
+
+
+def features(scenario: Dict[str, Any], case: Dict[str, Any]) -> Set[str]:
+    """The causes a scenario can exhibit, read off the scenario file and its report."""
+    found: Set[str] = {"system-prompt", "persist-per-message"}
+    session = scenario.get("session", [])
+    config = scenario.get("config", {})
+    leaf = config.get("activeLeafId")
+    ids = [entry.get("id") for entry in session]
+    operations = scenario.get("operations", [])
+    kinds = [operation.get("op") for operation in operations]
+    modes = [operation.get("mode") for operation in operations if operation.get("op") == "mode"]
+    messages = " ".join(violation["message"] for violation in case.get("violations", []))
+    if session and leaf is None:
+        found.add("null-leaf")
+    if session and leaf is not None and leaf in ids and ids[-1] != leaf:
+        found.add("leaf-entry")
+    if len(ids) != len(set(ids)):
+        found.add("duplicate-ids")
+    if any(entry.get("type") == "compaction" for entry in session):
+        found.add("compaction-summary")
+    if any(fault.get("fault") in ("reject", "appliedThenFail") for fault in scenario.get("faults", {}).get("appends", [])):
+        found.add("append-failure-swallowed")
+    if "net" in scenario:
+        found.add("append-failure-swallowed")
+    if scenario.get("observers"):
+        found.add("observers-awaited")
+    if "dispose" in kinds:
+        found.update({"dispose-aborts", "no-closed-state"})
+    if "abort" in kinds:
+        found.update({"abort-cancels", "abort-drops"})
+    if "dispose" in kinds:
+        found.add("abort-drops")
+    if "busy" in messages:
+        found.add("no-queue")
+    if "json" in modes:
+        found.add("json-mode")
+    if "print" in modes:
+        found.add("print-newline")
+    if "interactive" in modes:
+        found.add("interactive")
+    if any(mode not in ("print", "json", "interactive") for mode in modes):
+        found.add("unknown-mode")
+    if modes and (len(operations) > 1):
+        found.add("mode-disposes-host")
+    if modes:
+        found.add("sink-error")
+    if config.get("maxSteps") is not None and "max steps" in json.dumps(scenario).lower() or "max_steps" in json.dumps(scenario.get("expect", {})):
+        found.add("no-max-steps")
+    context = config.get("context")
+    if context and context.get("total", 10**9) < 10**5:
+        found.add("no-budget")
+    text = json.dumps(scenario)
+    if '"throw"' in text:
+        found.add("hook-throws")
+    if "rewrite" in text or "invalid" in text or "schema rejects" in text:
+        found.add("coerce-arguments")
+    return found
+
+
+def record(report: Dict[str, Any]) -> Dict[str, Any]:
+    by_cause: Dict[tuple, List[str]] = {}
+    unexplained: List[str] = []
+    for case in report["results"]:
+        rules: List[str] = []
+        if case["status"] == "broken":
+            rules.append(f"broken:{case.get('code', 'subject.malformed')}")
+        elif case["status"] == "failed":
+            for violation in case.get("violations", []):
+                if violation["rule"] not in rules:
+                    rules.append(violation["rule"])
+        if not rules:
+            continue
+        with open(os.path.join(ROOT, case["path"]), encoding="utf-8") as file:
+            scenario = json.load(file)
+        present = features(scenario, case)
+        if case["status"] == "broken" and "no cycle detection" in case.get("detail", ""):
+            present.add("cycle-hang")
+        for rule in rules:
+            said = " ".join(v["message"] for v in case.get("violations", []) if v["rule"] == rule)
+            cause = next(
+                (
+                    key
+                    for key in RULE_CAUSES.get(rule, [])
+                    if key in present and any(hint in said for hint in MESSAGE_HINTS.get((rule, key), ("",)))
+                ),
+                None,
+            )
+            if cause is None:
+                unexplained.append(f"{case['name']} {rule}")
+                continue
+            by_cause.setdefault((rule, cause), []).append(case["name"])
+    if unexplained:
+        sys.stderr.write("no cause explains:\n  " + "\n  ".join(unexplained) + "\n")
+        raise SystemExit(1)
+    order = {rule: index for index, rule in enumerate(RULE_CAUSES)}
+    deviations = []
+    for (rule, cause), scenarios in sorted(by_cause.items(), key=lambda item: (order[item[0][0]], item[0][1])):
+        entry = CAUSES[cause]
+        deviations.append(
+            {
+                "rule": rule,
+                "scenarios": sorted(scenarios),
+                "reason": entry["reason"],
+                "source": entry["source"],
+                "verdict": VERDICTS.get((rule, cause), entry["verdict"]),
+            }
+        )
+    return {"implementation": "aelix-0.1.0b2", "deviations": deviations}
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) != 2:
+        sys.stderr.write(__doc__ or "")
+        return 2
+    with open(argv[1], encoding="utf-8") as file:
+        report = json.load(file)
+    json.dump(record(report), sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
