@@ -35,6 +35,8 @@ mod html;
 mod interleaving;
 #[path = "kit/lab13.rs"]
 mod lab13;
+#[path = "kit/messages.rs"]
+mod messages;
 #[path = "kit/net.rs"]
 mod net;
 #[path = "kit/protocol.rs"]

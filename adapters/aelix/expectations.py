@@ -290,7 +290,7 @@ RULE_CAUSES: Dict[str, List[str]] = {
 #: A (rule, cause) that applies only when the rule's violations say one of these.
 SYSTEM_PROMPT_SAID = ("system prompt was", "Review code carefully", "Cut a release")
 MESSAGE_HINTS: Dict[tuple, tuple] = {
-    ("PERSIST-6", "abort-cancels"): ("before the store accepted",),
+    ("PERSIST-6", "abort-cancels"): ("when the store had accepted", "no entry of its run was appended"),
     ("PERSIST-6", "abort-drops"): ("do not end with",),
     ("model[0].expect", "system-prompt"): SYSTEM_PROMPT_SAID,
     ("model[1].expect", "system-prompt"): SYSTEM_PROMPT_SAID,

@@ -209,12 +209,20 @@ pub fn agent_4(timeline: &Timeline<'_>) -> Vec<Violation> {
         let (Some(RunReason::Aborted), Some((settled, _))) = (run_reason(info), info.settled) else {
             continue;
         };
-        let fired = info.signal.is_some_and(|signal| {
-            timeline
+        let fired = match info.signal {
+            Some(signal) => timeline
                 .aborts
                 .iter()
-                .any(|(line, fired)| *fired == signal && *line < settled)
-        });
+                .any(|(line, fired)| *fired == signal && *line < settled),
+            // A run aborted before it made a request or started a tool (a runtime that stores
+            // its user message first, say) shows its signal only as it fires: a signal no other
+            // run owns, fired while this run was the one in progress.
+            None => timeline.aborts.iter().any(|(line, fired)| {
+                *line > info.delivered
+                    && *line < settled
+                    && !timeline.ops.iter().any(|other| other.signal == Some(*fired))
+            }),
+        };
         // The provider may report an abort of its own: the run's last response says so.
         let reported = timeline
             .requests_of(info.op)

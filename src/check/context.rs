@@ -36,8 +36,8 @@ pub fn context_1(timeline: &Timeline<'_>) -> Vec<Violation> {
                     "CONTEXT-1",
                     &[request.line],
                     format!(
-                        "the request keeps {} messages; {} fit the budget (an interaction that fits was dropped)",
-                        request.messages.len(),
+                        "the request keeps {}; {} fit the budget (an interaction that fits was dropped)",
+                        super::counted(request.messages.len(), "message", "messages"),
                         expected.len()
                     ),
                 ));

@@ -63,8 +63,9 @@ pub fn life_2(timeline: &Timeline<'_>) -> Vec<Violation> {
             "LIFE-2",
             &[line],
             format!(
-                "{} agent runs for {prompts} prompts: something created work",
-                signals.len()
+                "{} for {}: something created work",
+                super::counted(signals.len(), "agent run", "agent runs"),
+                super::counted(prompts, "prompt", "prompts")
             ),
         ));
     }
@@ -99,12 +100,19 @@ pub fn life_3(timeline: &Timeline<'_>) -> Vec<Violation> {
             violations.push(Violation::new(
                 "LIFE-3",
                 &[*settled],
-                format!(
-                    "flush {} settled {}, expected {}",
-                    flush.op,
-                    crate::trace::describe_settlement(settlement),
-                    crate::trace::describe_settlement(&expected)
-                ),
+                match (&**settlement, &expected) {
+                    (Settlement::Resolved(value), Settlement::Resolved(_)) if *value != OpValue::Unit => format!(
+                        "flush {} resolved with a value ({}); a flush resolves with nothing",
+                        flush.op,
+                        crate::trace::describe_settlement(settlement)
+                    ),
+                    _ => format!(
+                        "flush {} settled {}, expected {}",
+                        flush.op,
+                        crate::trace::describe_settlement(settlement),
+                        crate::trace::describe_settlement(&expected)
+                    ),
+                },
             ));
         }
     }

@@ -55,6 +55,33 @@ impl Violation {
     }
 }
 
+/// `1 entry`, `3 entries`: a count with its noun in the right number.
+pub(crate) fn counted(count: usize, singular: &str, plural: &str) -> String {
+    if count == 1 {
+        format!("1 {singular}")
+    } else {
+        format!("{count} {plural}")
+    }
+}
+
+/// An entry's parent as a message names it: `` `old-assistant` ``, or no parent at all.
+pub(crate) fn parent_name(parent: Option<&str>) -> String {
+    match parent {
+        Some(parent) => format!("`{parent}`"),
+        None => "none (a root entry)".to_string(),
+    }
+}
+
+/// `a user`, `an assistant`, `a toolResult`: a message role with its article.
+pub(crate) fn a_role(role: &str) -> String {
+    let article = if role.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {role}")
+}
+
 /// A checker: the violations of one rule in one run.
 pub type Checker = fn(&Timeline<'_>) -> Vec<Violation>;
 

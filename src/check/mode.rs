@@ -144,12 +144,7 @@ fn json_problem(text: &str, appended: &[Message], expected_json: &JsonExpected) 
 pub fn mode_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, mode) in mode_ops(timeline) {
-        if !known(mode)
-            || info.rejected_cause().is_some_and(|cause| {
-                timeline.first_failure().is_some_and(|(_, poison, _)| poison == cause)
-                    || cause.code == crate::runtime::disposed_cause().code
-            })
-        {
+        if !known(mode) {
             continue;
         }
         let writes = timeline.writes.iter().filter(|write| write.op == Some(info.op)).count();
@@ -159,14 +154,56 @@ pub fn mode_2(timeline: &Timeline<'_>) -> Vec<Violation> {
             .iter()
             .filter(|message| matches!(message, Message::User(_)) && message.text() == text)
             .count();
-        let finished = info.settled.is_some();
-        if finished && (writes != 1 || prompts != 1) {
+        // A mode that resolved prompted and wrote exactly once. One rejected because the
+        // runtime was poisoned or disposed, or because its sink failed, at most once each:
+        // whether that rejection was right is for the POISON, LIFE and MODE-4 rules to say.
+        // Rejected on a healthy runtime, it still owes its one prompt and its one write.
+        let times = |count: usize| match count {
+            1 => "once".to_string(),
+            count => format!("{count} times"),
+        };
+        let Some((settled, settlement)) = info.settled else {
+            continue;
+        };
+        let excused = matches!(settlement, Settlement::Rejected(_))
+            && (timeline.first_failure().is_some_and(|(failed, _, _)| failed < settled)
+                || timeline
+                    .ops
+                    .iter()
+                    .any(|other| other.operation.name() == "dispose" && other.delivered < info.delivered)
+                || timeline
+                    .writes
+                    .iter()
+                    .any(|write| write.op == Some(info.op) && matches!(write.answer, Some((_, Some(_))))));
+        let verb = match settlement {
+            Settlement::Resolved(_) => "resolved".to_string(),
+            Settlement::Rejected(cause) => format!("was rejected with `{}`", cause.code),
+        };
+        if excused && (writes > 1 || prompts > 1) {
             violations.push(Violation::new(
                 "MODE-2",
                 &[info.delivered],
                 format!(
-                    "mode {} prompted {prompts} times and wrote {writes} times; expected once each",
-                    info.op
+                    "mode {} {verb} after it prompted {} and wrote {}; at most once each",
+                    info.op,
+                    times(prompts),
+                    times(writes)
+                ),
+            ));
+        } else if !excused && (writes != 1 || prompts != 1) {
+            let healthy = if matches!(settlement, Settlement::Rejected(_)) {
+                " on a healthy runtime"
+            } else {
+                ""
+            };
+            violations.push(Violation::new(
+                "MODE-2",
+                &[info.delivered],
+                format!(
+                    "mode {} {verb}{healthy} after it prompted {} and wrote {}; expected once each",
+                    info.op,
+                    times(prompts),
+                    times(writes)
                 ),
             ));
         }
@@ -285,7 +322,14 @@ pub fn mode_5(timeline: &Timeline<'_>) -> Vec<Violation> {
             Settlement::Resolved(other) => violations.push(Violation::new(
                 "MODE-5",
                 &[*line],
-                format!("library call resolved with {other:?}, expected {{reason, text}}"),
+                format!(
+                    "library call resolved with {}, expected {{reason, text}}",
+                    match other {
+                        OpValue::Run(_) => "a whole run result",
+                        OpValue::Unit => "nothing",
+                        OpValue::Library { .. } => "a library value",
+                    }
+                ),
             )),
             Settlement::Rejected(cause) => {
                 // The library adapter passes prompt()'s error on unchanged: the poison cause, or

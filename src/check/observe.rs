@@ -55,9 +55,9 @@ pub fn observe_1(timeline: &Timeline<'_>) -> Vec<Violation> {
                         "OBSERVE-1",
                         &[*line],
                         format!(
-                            "the {} message appended (a {}) was never announced to observer `{observer}` by message_end",
+                            "the {} message appended ({}) was never announced to observer `{observer}` by message_end",
                             ordinal(index + 1),
-                            message.role()
+                            super::a_role(message.role())
                         ),
                     ));
                     break;
@@ -67,10 +67,10 @@ pub fn observe_1(timeline: &Timeline<'_>) -> Vec<Violation> {
                         "OBSERVE-1",
                         &[*told_line, *line],
                         format!(
-                            "observer `{observer}` was told of a {} by message_end that differs from the {} message appended (a {})",
-                            told_message.role(),
+                            "observer `{observer}` was told of {} by message_end that differs from the {} message appended ({})",
+                            super::a_role(told_message.role()),
                             ordinal(index + 1),
-                            message.role()
+                            super::a_role(message.role())
                         ),
                     ));
                     break;
@@ -126,8 +126,9 @@ pub fn observe_2(timeline: &Timeline<'_>) -> Vec<Violation> {
                 "OBSERVE-2",
                 &lines,
                 format!(
-                    "observer `{observer}` was told of {} agent_end(s) for {runs} run(s)",
-                    ends.len()
+                    "observer `{observer}` was told of {} for {}: each run's end once",
+                    super::counted(ends.len(), "agent_end", "agent_ends"),
+                    super::counted(runs, "run", "runs")
                 ),
             ));
             continue;

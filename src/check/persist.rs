@@ -53,9 +53,9 @@ pub fn persist_1(timeline: &Timeline<'_>) -> Vec<Violation> {
                         "PERSIST-1",
                         &[append.line],
                         format!(
-                            "entry `{}` appends a {} message that was already in the session",
+                            "entry `{}` appends {} message that was already in the session",
                             append.entry.id,
-                            message.role()
+                            super::a_role(message.role())
                         ),
                     ));
                 }
@@ -75,8 +75,10 @@ pub fn persist_2(timeline: &Timeline<'_>) -> Vec<Violation> {
                 "PERSIST-2",
                 &[appends[0].line],
                 format!(
-                    "{}'s first entry has parent {:?}; the leaf at its start was {:?}",
-                    info.op, appends[0].entry.parent_id, expected_first
+                    "{}'s first entry has parent {}; the leaf at its start was {}",
+                    info.op,
+                    super::parent_name(appends[0].entry.parent_id.as_deref()),
+                    super::parent_name(expected_first.as_deref())
                 ),
             ));
         }
@@ -86,8 +88,10 @@ pub fn persist_2(timeline: &Timeline<'_>) -> Vec<Violation> {
                     "PERSIST-2",
                     &[pair[0].line, pair[1].line],
                     format!(
-                        "entry `{}` has parent {:?}, expected the previous entry `{}`",
-                        pair[1].entry.id, pair[1].entry.parent_id, pair[0].entry.id
+                        "entry `{}` has parent {}, expected the previous entry `{}`",
+                        pair[1].entry.id,
+                        super::parent_name(pair[1].entry.parent_id.as_deref()),
+                        pair[0].entry.id
                     ),
                 ));
             }
@@ -188,8 +192,9 @@ pub fn persist_5(timeline: &Timeline<'_>) -> Vec<Violation> {
                 "PERSIST-5",
                 &[append.line],
                 format!(
-                    "entry `{}` has parent {:?}, which the store had not accepted",
-                    append.entry.id, append.entry.parent_id
+                    "entry `{}` has parent {}, which the store had not accepted",
+                    append.entry.id,
+                    super::parent_name(append.entry.parent_id.as_deref())
                 ),
             ));
         }
@@ -230,15 +235,23 @@ pub fn persist_6(timeline: &Timeline<'_>) -> Vec<Violation> {
         };
         let appends = timeline.appends_of(info.op);
         if !timeline.all_appends_accepted_before(info.op, success_at) {
-            violations.push(Violation::new(
-                "PERSIST-6",
-                &[success_at],
+            let message = if appends.is_empty() {
                 format!(
-                    "{} succeeded before the store accepted all of its {} entries",
+                    "{} succeeded, but no entry of its run was appended: it resolved before storing anything",
+                    info.op
+                )
+            } else {
+                let accepted = appends
+                    .iter()
+                    .filter(|append| append.accepted_before(success_at))
+                    .count();
+                format!(
+                    "{} succeeded when the store had accepted {accepted} of its {}",
                     info.op,
-                    appends.len()
-                ),
-            ));
+                    super::counted(appends.len(), "entry", "entries")
+                )
+            };
+            violations.push(Violation::new("PERSIST-6", &[success_at], message));
             continue;
         }
         if let Some((line, Settlement::Resolved(OpValue::Run(result)))) = &info.settled {
@@ -251,9 +264,9 @@ pub fn persist_6(timeline: &Timeline<'_>) -> Vec<Violation> {
                     "PERSIST-6",
                     &[*line],
                     format!(
-                        "{}'s resolved messages do not end with the {} entries it appended",
+                        "{}'s resolved messages do not end with the {} it appended",
                         info.op,
-                        appended.len()
+                        super::counted(appended.len(), "entry", "entries")
                     ),
                 ));
             }

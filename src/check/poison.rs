@@ -173,8 +173,11 @@ pub fn poison_5(timeline: &Timeline<'_>) -> Vec<Violation> {
                 "POISON-5",
                 &[end],
                 format!(
-                    "{:?} gained {} appended children [{}]: a retry wrote a second copy",
-                    parent,
+                    "{} gained {} appended children [{}]: a retry wrote a second copy",
+                    match parent {
+                        Some(parent) => format!("entry `{parent}`"),
+                        None => "the root (no parent)".to_string(),
+                    },
                     ids.len(),
                     ids.join(",")
                 ),

@@ -166,10 +166,10 @@ pub fn queue_2(timeline: &Timeline<'_>) -> Vec<Violation> {
                 "QUEUE-2",
                 &[first],
                 format!(
-                    "{} appended {} assistant messages, but its run received {} model responses: it must append exactly its own",
+                    "{} appended {}, but its run received {}: it must append exactly its own",
                     info.op,
-                    appended_assistants.len(),
-                    responses.len()
+                    super::counted(appended_assistants.len(), "assistant message", "assistant messages"),
+                    super::counted(responses.len(), "model response", "model responses")
                 ),
             ));
         }
