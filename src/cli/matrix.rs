@@ -1,15 +1,17 @@
 //! `--format markdown`: the conformance matrix of a run, one row per rule of conformance.md.
 //!
-//! Per rule: a scenario **fails** the rule when its trace has a violation of it (named or not);
-//! it **passes** a rule it names when its trace has none; it is **n.a.** for a rule it names when
-//! the implementation declared an operation it uses unsupported. A broken case (or a bad
-//! scenario) fails every rule it names, since nothing about it could be confirmed. The report
+//! Per rule, every scenario of the run counts once: it **fails** the rule when its trace has a
+//! violation of it, or when it could not be judged at all (broken, a bad scenario: nothing about
+//! it could be confirmed); it is **n.a.** when the implementation declared an operation it uses
+//! unsupported; otherwise it **passes** (every rule is checked on every trace, so a scenario that
+//! does not name a rule still judges it). So pass + fail + n.a. is the number of scenarios, in
+//! every row. **Names** counts the scenarios written to exercise the rule (they name it), and
+//! **Root** the failing cases whose first violation (the root cause) is this rule's. The report
 //! holds no time and no absolute path of its own, so the same run prints the same bytes.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::check::RULE_IDS;
 use crate::sim::StrategyKind;
 use crate::suite::{CaseReport, Verdict};
 
@@ -31,6 +33,10 @@ struct Tally {
     pass: usize,
     fail: usize,
     not_applicable: usize,
+    /// Scenarios that name the rule.
+    named: usize,
+    /// Failing cases whose root cause is the rule.
+    root: usize,
 }
 
 /// A scenario-expectation violation rather than a rule's (`expect`, `model[N].expect`).
@@ -49,14 +55,17 @@ fn rule_tally(rule: &str, reports: &[CaseReport], rules: &BTreeMap<String, Vec<S
             .get(&report.name)
             .is_some_and(|named| named.iter().any(|named| named == rule));
         let violated = report.violations.iter().any(|violation| violation.rule == rule);
+        if names {
+            tally.named += 1;
+        }
+        if report.violations.first().is_some_and(|root| root.rule == rule) {
+            tally.root += 1;
+        }
         match &report.verdict {
-            Verdict::NotApplicable { .. } if names => tally.not_applicable += 1,
-            Verdict::NotApplicable { .. } => {}
+            Verdict::NotApplicable { .. } => tally.not_applicable += 1,
             Verdict::Passed | Verdict::Failed if violated => tally.fail += 1,
-            Verdict::Passed | Verdict::Failed if names => tally.pass += 1,
-            Verdict::Passed | Verdict::Failed => {}
-            Verdict::Broken(_) | Verdict::BadScenario(_) if names => tally.fail += 1,
-            Verdict::Broken(_) | Verdict::BadScenario(_) => {}
+            Verdict::Passed | Verdict::Failed => tally.pass += 1,
+            Verdict::Broken(_) | Verdict::BadScenario(_) => tally.fail += 1,
         }
     }
     tally
@@ -122,25 +131,43 @@ pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Opt
     ));
 
     text.push_str("## Rules\n\n");
-    text.push_str(
-        "A scenario fails a rule when its trace violates the rule, passes a rule it names when its \
-         trace does not, and is n.a. for a rule it names when the implementation does not support \
-         an operation it uses. A broken case fails every rule it names. The last row counts the \
-         scenarios' own `expect` blocks and model request checks.\n\n",
-    );
-    text.push_str("| Rule | Pass | Fail | n.a. |\n|---|---:|---:|---:|\n");
-    for rule in RULE_IDS {
-        let tally = rule_tally(rule, reports, &header.rules);
+    text.push_str(&format!(
+        "Every row counts all {} scenarios once: a scenario fails a rule when its trace violates it \
+         (or when it could not be judged: broken or a bad scenario), is n.a. when the \
+         implementation does not support an operation it uses, and passes otherwise (every rule is \
+         checked on every trace). Names: the scenarios written to exercise the rule; Root: the \
+         failing scenarios whose first violation, the root cause, is the rule's. The last row \
+         counts the scenarios' own `expect` blocks and model request checks.\n\n",
+        reports.len()
+    ));
+    text.push_str("| Rule | Level | Pass | Fail | n.a. | Names | Root |\n|---|---|---:|---:|---:|---:|---:|\n");
+    for rule in crate::check::catalogue() {
+        let tally = rule_tally(rule.id, reports, &header.rules);
         text.push_str(&format!(
-            "| {rule} | {} | {} | {} |\n",
-            tally.pass, tally.fail, tally.not_applicable
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            rule.id,
+            rule.level.word(),
+            tally.pass,
+            tally.fail,
+            tally.not_applicable,
+            tally.named,
+            tally.root
         ));
     }
     let tally = expectation_tally(reports);
     text.push_str(&format!(
-        "| *scenario expectations* | {} | {} | {} |\n\n",
+        "| *scenario expectations* | - | {} | {} | {} | - | - |\n\n",
         tally.pass, tally.fail, tally.not_applicable
     ));
+    let counts = super::findings::level_counts(
+        reports
+            .iter()
+            .filter(|report| judged(report))
+            .map(|report| report.violations.as_slice()),
+        &crate::check::Selection::all(),
+    );
+    text.push_str(&super::findings::level_line(&counts, "scenario"));
+    text.push('\n');
 
     text.push_str("## Failing scenarios\n\n");
     let failing: Vec<&CaseReport> = reports
@@ -155,7 +182,7 @@ pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Opt
     if failing.is_empty() {
         text.push_str("None.\n\n");
     } else {
-        text.push_str("| Scenario | First violation | First divergence from the reference | Replay |\n");
+        text.push_str("| Scenario | Root cause (first violation) | First divergence from the reference | Replay |\n");
         text.push_str("|---|---|---|---|\n");
         for report in failing {
             let first = match &report.verdict {

@@ -904,3 +904,47 @@ fn explore_expect_lists_schedule_dependent_deviations_once() {
     assert_eq!(unexpected_pairs(&one_missing.stdout), [dropped].into_iter().collect());
     let _ = std::fs::remove_dir_all(folder);
 }
+
+/// Every row of the matrix counts every scenario once (pass + fail + n.a. = scenarios), on a
+/// run with failures and not-applicable cases; and the root column adds up to the failures.
+#[test]
+fn the_markdown_matrix_counts_every_scenario_once_per_rule() {
+    let run = agentsim(
+        &[
+            "run",
+            "scenarios/",
+            "--mutant",
+            "settled-after-next-run-starts",
+            "--format",
+            "markdown",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let result = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("| Result | "))
+        .expect("a result row");
+    let numbers: Vec<usize> = result
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|part| part.parse().ok())
+        .collect();
+    let (cases, failed, not_applicable) = (numbers[0], numbers[2], numbers[3]);
+    assert!(failed > 0 && not_applicable > 0, "{result}");
+    let mut roots = 0;
+    for rule in agentsim::check::RULE_IDS {
+        let row = run
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("| {rule} | ")))
+            .unwrap_or_else(|| panic!("no row for {rule}"));
+        let cells: Vec<usize> = row.split('|').filter_map(|cell| cell.trim().parse().ok()).collect();
+        let (pass, fail, na, _named, root) = (cells[0], cells[1], cells[2], cells[3], cells[4]);
+        assert_eq!(pass + fail + na, cases, "{row}");
+        assert_eq!(na, not_applicable, "{row}");
+        assert!(root <= fail, "{row}");
+        roots += root;
+    }
+    assert_eq!(roots, failed, "every failing case has exactly one root rule");
+}
