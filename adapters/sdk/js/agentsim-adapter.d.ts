@@ -282,6 +282,20 @@ export function log(...parts: unknown[]): void;
 /** Where process.stdout.write (and console.log) output goes; `null` restores the default (stderr). */
 export function setStdoutSink(sink: ((text: string) => void) | null): void;
 /** Parses one kit line strictly; throws KitLineError (`input.garbage`, `input.malformed`, `input.unknown_type`). */
+/** Where a line departs from the kit's shapes (docs/protocol.md, "Errors in adapter lines"). */
+export interface ShapeProblem {
+    code: "wire.malformed" | "wire.unknown_type" | "wire.unknown_effect_kind" | "wire.version";
+    /** The JSON path of the bad value, e.g. `effect.entry.message.content[0].type`. */
+    path: string;
+    /** What the shape wants there, in the kit's words, e.g. `one of "text", "image"`. */
+    expected: string;
+    got: string;
+}
+/** Checks an adapter line (as JSON.parse reads it) against the kit's shapes; null if it fits. */
+export function checkAdapterMessage(message: unknown): ShapeProblem | null;
+/** What a line is about, as the kit's verdicts say it: `effect append fx#6`, `settlement of op#1`. */
+export function describeMessage(message: unknown): string;
+
 export function parseKitLine(line: string, protocol?: 1 | 2): { type: string; [key: string]: unknown };
 
 /** A synchronous line reader (fs.readSync); what the SDK reads stdin with. */
