@@ -926,7 +926,7 @@ fn explore_expect_lists_schedule_dependent_deviations_once() {
 const LINES: &str = "tests/fixtures/protocol/lines.json";
 
 /// The shared fixture file: `(name, line)` of its valid lines and its invalid entries as JSON.
-fn line_fixtures() -> (Vec<(String, serde_json::Value)>, Vec<serde_json::Value>) {
+pub fn line_fixtures() -> (Vec<(String, serde_json::Value)>, Vec<serde_json::Value>) {
     let text = std::fs::read_to_string(root().join(LINES)).expect("the line fixtures exist");
     let document: serde_json::Value = serde_json::from_str(&text).expect("the line fixtures are JSON");
     let valid = document["valid"]
@@ -1001,7 +1001,7 @@ fn shared_line_fixtures_read_as_they_say() {
 
 /// Every value of `line` replaced by values of other kinds, every field removed, an unknown
 /// field added to every object: one fault each.
-fn mutations(line: &serde_json::Value) -> Vec<serde_json::Value> {
+pub fn mutations(line: &serde_json::Value) -> Vec<serde_json::Value> {
     use serde_json::json;
     let replacements = [
         json!(null),
