@@ -183,7 +183,9 @@ export interface RunContext {
     /**
      * Issues an effect: the SDK gives it the next id, writes it now, and resolves with the kit's
      * final completion. In a discarded run nothing is written and the promise never settles.
-     * Throws a TypeError for fields the protocol cannot carry (nothing is written then).
+     * Throws a TypeError for a call the protocol has no place for (nothing is written then);
+     * fields of the wrong shape stop the adapter with `adapter.malformed` (the line is not
+     * written).
      */
     effect<K extends EffectKind>(kind: K, fields: EffectFields[K], options?: EffectOptions): Promise<CompletionOf[K]>;
     /**
@@ -196,7 +198,7 @@ export interface RunContext {
     abortSignal(id: number): void;
     /** The id of an AbortSignal in this run (1, 2, ... in first-seen order; 0 for none); writes `abort_signal` when it fires. */
     signalId(signal: AbortSignal | null | undefined): number;
-    /** Writes `settled` for a delivered operation (once per operation). */
+    /** Writes `settled` for a delivered operation (once per operation); a settlement of the wrong shape stops the adapter with `adapter.malformed`. */
     settle(op: number, settlement: Settlement): void;
     /** `settle(op, {status: "resolved", value})`; `undefined` is `{kind: "unit"}`. */
     resolve(op: number, value?: Value): void;
