@@ -162,7 +162,11 @@ impl ExternalSubject {
     }
 
     fn malformed(&mut self, message: String) -> SubjectFailure {
-        self.fail(|stderr_tail| SubjectFailure::Malformed { message, stderr_tail })
+        self.fail(|stderr_tail| SubjectFailure::Malformed {
+            message,
+            trace_line: None,
+            stderr_tail,
+        })
     }
 
     /// Reads and parses the next adapter line before `deadline`.
@@ -243,6 +247,7 @@ impl ExternalSubject {
                 LineError::Version { got } => SubjectFailure::Version { got, stderr_tail },
                 other => SubjectFailure::Malformed {
                     message: other.to_string(),
+                    trace_line: None,
                     stderr_tail,
                 },
             })

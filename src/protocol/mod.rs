@@ -2,6 +2,9 @@
 //!
 //! - [`wire`]: the versioned JSON-lines messages (docs/protocol.md), apart from the domain types,
 //!   with conversions to and from `runtime::io`'s Inputs and Effects.
+//! - [`shape`]: the shapes of adapter lines as tables: for a line `wire` refuses, the JSON path
+//!   of the first bad field and what was expected there (shared with the SDKs through
+//!   `tests/fixtures/protocol/lines.json`).
 //! - [`process`]: one adapter process, its pipes and bounded waits; the process group is killed
 //!   when it is dropped.
 //! - [`external`]: [`ExternalSubject`], the `sim::Subject` that speaks the protocol to an adapter;
@@ -16,6 +19,7 @@ pub mod diff;
 pub mod external;
 pub mod process;
 pub mod serve;
+pub mod shape;
 pub mod wire;
 
 pub use external::{ExternalSubject, STEP_TIMEOUT_DEFAULT};

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::shape::{check_adapter_message, describe_subject, ShapeError};
 use crate::model::{
     AssistantMessage, ContentBlock, Message, Resources, SessionEntry, ToolCall, ToolResultMessage, ToolSpec,
 };
@@ -441,8 +442,9 @@ pub enum WireSettlement {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WireValue {
-    /// flush, dispose, steer, followUp, abort.
-    Unit,
+    /// flush, dispose, steer, followUp, abort. (A struct variant, so that unknown fields are
+    /// rejected: serde lets a unit variant of a tagged enum carry any.)
+    Unit {},
     /// prompt and the output modes: the agent's run result.
     Run {
         reason: WireRunReason,
@@ -484,8 +486,16 @@ pub enum LineError {
     UnknownEffectKind { kind: String },
     #[error("`hello` speaks protocol {got}; this kit speaks 1 and 2")]
     Version { got: String },
-    #[error("bad `{type_name}` message: {problem}")]
-    Malformed { type_name: String, problem: String },
+    /// A known message with a bad field. `subject` says what the line is about (`effect append
+    /// fx#6`, `settlement of op#1`, `` `started` ``); `location` is where the line departs from
+    /// its shape (`protocol::shape`), and `problem` says so in words.
+    #[error("bad {subject}: {problem}")]
+    Malformed {
+        type_name: String,
+        subject: String,
+        problem: String,
+        location: Option<Box<ShapeError>>,
+    },
 }
 
 impl LineError {
@@ -548,9 +558,21 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
             None => {}
         }
     }
-    serde_json::from_value(value).map_err(|error| LineError::Malformed {
-        type_name,
-        problem: error.to_string(),
+    serde_json::from_value(value).map_err(|error| {
+        // serde refused the line; the shape tables say where and why (the value was consumed,
+        // and a refused line is rare: it is read again). Should the tables find nothing (they
+        // mirror the serde types, and tests/fixtures/protocol/lines.json holds both to that),
+        // serde's own words are all there is.
+        let value: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        let location = check_adapter_message(&value);
+        LineError::Malformed {
+            type_name,
+            subject: describe_subject(&value),
+            problem: location
+                .as_ref()
+                .map_or_else(|| error.to_string(), ShapeError::to_string),
+            location: location.map(Box::new),
+        }
     })
 }
 
@@ -882,7 +904,7 @@ pub fn effect_to_wire(effect: &Effect) -> AdapterMessage {
             settlement: match settlement {
                 Settlement::Resolved(value) => WireSettlement::Resolved {
                     value: match value {
-                        OpValue::Unit => WireValue::Unit,
+                        OpValue::Unit => WireValue::Unit {},
                         OpValue::Run(result) => WireValue::Run {
                             reason: result.reason.into(),
                             steps: result.steps,
@@ -1013,7 +1035,7 @@ pub fn effect_from_wire(effect: WireEffect) -> Effect {
 pub fn settlement_from_wire(settlement: WireSettlement) -> Settlement {
     match settlement {
         WireSettlement::Resolved { value } => Settlement::Resolved(match value {
-            WireValue::Unit => OpValue::Unit,
+            WireValue::Unit {} => OpValue::Unit,
             WireValue::Run {
                 reason,
                 steps,

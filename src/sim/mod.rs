@@ -126,8 +126,14 @@ pub enum SubjectFailure {
     Oversize { limit: usize, stderr_tail: Vec<String> },
     #[error("the adapter speaks protocol {got}; this kit speaks protocols 1 and 2")]
     Version { got: String, stderr_tail: Vec<String> },
-    #[error("the adapter broke the protocol: {message}")]
-    Malformed { message: String, stderr_tail: Vec<String> },
+    /// `trace_line`: where the offending line would have gone in the trace (the scheduler sets
+    /// it, see [`SubjectFailure::at_trace_line`]).
+    #[error("the adapter broke the protocol{}: {message}", trace_line_text(.trace_line))]
+    Malformed {
+        message: String,
+        trace_line: Option<usize>,
+        stderr_tail: Vec<String>,
+    },
     #[error("the implementation is not deterministic: two runs of the same scenario, schedule and seed differ at trace line {line:04}: {detail}")]
     Nondeterministic {
         line: usize,
@@ -138,7 +144,25 @@ pub enum SubjectFailure {
     Unsupported { operation: String, reason: String },
 }
 
+fn trace_line_text(line: &Option<usize>) -> String {
+    line.map(|line| format!(" at trace line {line:04}")).unwrap_or_default()
+}
+
 impl SubjectFailure {
+    /// Names the trace line where a protocol breach found while reading the adapter's answer
+    /// would have gone: 1-based, counting the events recorded so far and those of the answer
+    /// read before the bad line. Only the scheduler knows the trace; other failures pass.
+    pub fn at_trace_line(mut self, line: usize) -> SubjectFailure {
+        if let SubjectFailure::Malformed {
+            trace_line: trace_line @ None,
+            ..
+        } = &mut self
+        {
+            *trace_line = Some(line);
+        }
+        self
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             SubjectFailure::Protocol { .. } => "subject.protocol",
@@ -365,7 +389,7 @@ pub fn simulate_with(
     let mut sim = World::new(scenario);
     sim.request_checks = request_checks;
     let mut choices_taken = Vec::new();
-    match subject.start(scenario)? {
+    match subject.start(scenario).map_err(|failure| failure.at_trace_line(1))? {
         Ok(restored) => sim.trace.push(Event::Restored {
             leaf: restored.leaf,
             messages: restored.messages,
@@ -387,7 +411,9 @@ pub fn simulate_with(
         let input = sim.take(choices[index]);
         sim.effects.clear();
         let mut effects = std::mem::take(&mut sim.effects);
-        subject.deliver(input, &mut effects)?;
+        subject
+            .deliver(input, &mut effects)
+            .map_err(|failure| failure.at_trace_line(sim.trace.events.len() + effects.len() + 1))?;
         for effect in effects.drain(..) {
             sim.record(effect);
         }

@@ -366,12 +366,26 @@ fn a_broken_implementation_shows_its_first_divergence_and_replay() {
 /// verdict: exit 3, the failure's code and `expected` in the report, well within the timeout's
 /// reach, and every process the fixture started gone.
 fn assert_broken(fixture: &str, code: &str, expected: &[&str]) {
-    let folder = scratch(fixture.trim_end_matches(".sh"));
+    assert_broken_with(fixture, &[], code, expected);
+}
+
+/// `assert_broken` with more environment for the fixture.
+fn assert_broken_with(fixture: &str, envs: &[(&str, &str)], code: &str, expected: &[&str]) {
+    // Tests run in parallel, some on the same fixture: each call gets a folder of its own.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let label: String = fixture
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let folder = scratch(&format!("{label}-{call}"));
     let pids = folder.join("pids");
     let adapter = format!("tests/fixtures/adapters/{fixture}");
+    let mut envs = envs.to_vec();
+    envs.push(("AGENTSIM_FIXTURE_PIDS", pids.to_str().expect("utf-8 path")));
     let run = agentsim(
         &["run", "--step-timeout-ms", "500", "--impl", &adapter, ONE_PROMPT],
-        &[("AGENTSIM_FIXTURE_PIDS", pids.to_str().expect("utf-8 path"))],
+        &envs,
     );
     let report = format!("{fixture}: stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
     assert_eq!(run.code, 3, "{report}");
@@ -947,4 +961,247 @@ fn the_markdown_matrix_counts_every_scenario_once_per_rule() {
         roots += root;
     }
     assert_eq!(roots, failed, "every failing case has exactly one root rule");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adapter lines: the shared fixtures (tests/fixtures/protocol/lines.json), read by the SDKs too
+// ---------------------------------------------------------------------------------------------
+
+const LINES: &str = "tests/fixtures/protocol/lines.json";
+
+/// The shared fixture file: `(name, line)` of its valid lines and its invalid entries as JSON.
+pub fn line_fixtures() -> (Vec<(String, serde_json::Value)>, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(root().join(LINES)).expect("the line fixtures exist");
+    let document: serde_json::Value = serde_json::from_str(&text).expect("the line fixtures are JSON");
+    let valid = document["valid"]
+        .as_array()
+        .expect("`valid` is an array")
+        .iter()
+        .map(|entry| {
+            let name = entry["name"].as_str().expect("a name").to_string();
+            (name, entry["line"].clone())
+        })
+        .collect();
+    let invalid = document["invalid"].as_array().expect("`invalid` is an array").clone();
+    (valid, invalid)
+}
+
+#[test]
+fn shared_line_fixtures_read_as_they_say() {
+    use agentsim::protocol::shape::check_adapter_message;
+    use agentsim::protocol::wire::{parse_adapter_line, to_line, ADAPTER_MESSAGE_TYPES, EFFECT_KINDS};
+    let (valid, invalid) = line_fixtures();
+    let mut types_seen = std::collections::BTreeSet::new();
+    let mut kinds_seen = std::collections::BTreeSet::new();
+    for (name, line) in &valid {
+        let text = line.to_string();
+        let message = parse_adapter_line(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
+        assert_eq!(
+            check_adapter_message(line),
+            None,
+            "{name}: the shape tables refuse a line serde reads"
+        );
+        // What the kit reads, it writes back the same way (`agentsim serve` speaks these lines).
+        assert_eq!(parse_adapter_line(&to_line(&message)).as_ref(), Ok(&message), "{name}");
+        types_seen.insert(line["type"].as_str().expect("a type").to_string());
+        if let Some(kind) = line["effect"]["kind"].as_str() {
+            kinds_seen.insert(kind.to_string());
+        }
+    }
+    let every_type: std::collections::BTreeSet<String> = ADAPTER_MESSAGE_TYPES.iter().map(|t| t.to_string()).collect();
+    let every_kind: std::collections::BTreeSet<String> = EFFECT_KINDS.iter().map(|k| k.to_string()).collect();
+    assert_eq!(types_seen, every_type, "a valid line of every message type");
+    assert_eq!(kinds_seen, every_kind, "a valid line of every effect kind");
+    assert!(invalid.len() >= 60, "{} invalid lines", invalid.len());
+    for entry in &invalid {
+        let name = entry["name"].as_str().expect("a name");
+        let code = entry["code"].as_str().expect("a code");
+        let path = entry["path"].as_str().expect("a path");
+        let text = match entry.get("line") {
+            Some(line) => line.to_string(),
+            None => entry["text"].as_str().expect("a line or a text").to_string(),
+        };
+        let error = parse_adapter_line(&text).expect_err(name);
+        assert_eq!(error.code(), code, "{name}: {error}");
+        let Some(line) = entry.get("line") else {
+            continue;
+        };
+        let shape = check_adapter_message(line).unwrap_or_else(|| panic!("{name}: the shape tables find nothing"));
+        assert_eq!(
+            (shape.code, shape.path.as_str(), shape.expected.as_str()),
+            (code, path, entry["expected"].as_str().expect("an expected")),
+            "{name}"
+        );
+        if code == "wire.malformed" {
+            // The kit's own message names the path and what was expected there.
+            let message = error.to_string();
+            assert!(
+                message.contains(&format!("`{path}`: expected {}", shape.expected)),
+                "{name}: {message}"
+            );
+        }
+    }
+}
+
+/// Every value of `line` replaced by values of other kinds, every field removed, an unknown
+/// field added to every object: one fault each.
+pub fn mutations(line: &serde_json::Value) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let replacements = [
+        json!(null),
+        json!(true),
+        json!(7),
+        json!(-1),
+        json!(1.5),
+        json!("x"),
+        json!([]),
+        json!({}),
+    ];
+    let mut paths: Vec<Vec<PathStep>> = Vec::new();
+    collect_paths(line, &mut Vec::new(), &mut paths);
+    let mut out = Vec::new();
+    for path in &paths {
+        for replacement in &replacements {
+            let mut copy = line.clone();
+            *node_mut(&mut copy, path) = replacement.clone();
+            out.push(copy);
+        }
+        if let Some((PathStep::Key(key), parent)) = path.split_last() {
+            let mut copy = line.clone();
+            node_mut(&mut copy, parent)
+                .as_object_mut()
+                .expect("a key's parent is an object")
+                .shift_remove(key);
+            out.push(copy);
+        }
+    }
+    for path in paths.iter().chain(std::iter::once(&Vec::new())) {
+        let mut copy = line.clone();
+        if let Some(object) = node_mut(&mut copy, path).as_object_mut() {
+            object.insert("zzUnknown".into(), json!(1));
+            out.push(copy);
+        }
+    }
+    out
+}
+
+#[derive(Clone)]
+enum PathStep {
+    Key(String),
+    Index(usize),
+}
+
+fn collect_paths(value: &serde_json::Value, at: &mut Vec<PathStep>, out: &mut Vec<Vec<PathStep>>) {
+    let children: Vec<(PathStep, &serde_json::Value)> = match value {
+        serde_json::Value::Object(object) => object
+            .iter()
+            .map(|(key, child)| (PathStep::Key(key.clone()), child))
+            .collect(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(index, child)| (PathStep::Index(index), child))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (step, child) in children {
+        at.push(step);
+        out.push(at.clone());
+        collect_paths(child, at, out);
+        at.pop();
+    }
+}
+
+fn node_mut<'a>(value: &'a mut serde_json::Value, path: &[PathStep]) -> &'a mut serde_json::Value {
+    path.iter().fold(value, |node, step| match step {
+        PathStep::Key(key) => &mut node[key.as_str()],
+        PathStep::Index(index) => &mut node[*index],
+    })
+}
+
+#[test]
+fn shape_tables_and_serde_agree_on_every_one_fault_mutation() {
+    use agentsim::protocol::shape::check_adapter_message;
+    use agentsim::protocol::wire::parse_adapter_line;
+    let (valid, _) = line_fixtures();
+    let mut checked = 0;
+    let mut refused = 0;
+    for (name, line) in &valid {
+        for mutant in mutations(line) {
+            let text = mutant.to_string();
+            let serde = parse_adapter_line(&text).err().map(|error| error.code());
+            let shape = check_adapter_message(&mutant);
+            assert_eq!(
+                serde,
+                shape.as_ref().map(|error| error.code),
+                "{name}: serde and the shape tables disagree on {text}: {shape:?}"
+            );
+            checked += 1;
+            refused += usize::from(serde.is_some());
+        }
+    }
+    println!("{refused} of {checked} one-fault mutations refused by both");
+    // Most one-fault mutations must be refused, or the mutator tests nothing.
+    assert!(
+        checked > 5_000 && refused * 2 > checked,
+        "{refused} of {checked} refused"
+    );
+}
+
+/// The invalid line of the shared fixtures named `name`, as a line.
+fn invalid_fixture_line(name: &str) -> String {
+    let (_, invalid) = line_fixtures();
+    let entry = invalid
+        .iter()
+        .find(|entry| entry["name"] == name)
+        .unwrap_or_else(|| panic!("no invalid line `{name}` in {LINES}"));
+    entry["line"].to_string()
+}
+
+#[test]
+fn hostile_malformed_effect_names_kind_id_path_expectation_and_trace_line() {
+    // A valid model request first (trace line 0003), so the bad append would have been 0004.
+    let request = r#"{"type":"effect","effect":{"kind":"model_request","id":1,"signal":1,"request":{"systemPrompt":null,"messages":[],"tools":[]}}}"#;
+    let lines = format!(
+        "{request}\n{}",
+        invalid_fixture_line("append: the message without role")
+    );
+    assert_broken_with(
+        "lines.sh",
+        &[("AGENTSIM_FIXTURE_LINES", &lines)],
+        "subject.malformed",
+        &[concat!(
+            "the adapter broke the protocol at trace line 0004: bad effect append fx#6: ",
+            "`effect.entry.message.role`: expected one of \"user\", \"assistant\", \"toolResult\", ",
+            "got nothing (the field is missing)"
+        )],
+    );
+    assert_broken_with(
+        "lines.sh",
+        &[(
+            "AGENTSIM_FIXTURE_LINES",
+            &invalid_fixture_line("model_request: a tool result block nobody knows"),
+        )],
+        "subject.malformed",
+        &[concat!(
+            "at trace line 0003: bad effect model_request fx#1: ",
+            "`effect.request.messages[3].content[0].type`: expected one of \"text\", \"image\", got \"txt\""
+        )],
+    );
+}
+
+#[test]
+fn hostile_malformed_settlement_names_the_operation_path_and_trace_line() {
+    assert_broken_with(
+        "lines.sh",
+        &[(
+            "AGENTSIM_FIXTURE_LINES",
+            &invalid_fixture_line("settled: a run's tool result with string content"),
+        )],
+        "subject.malformed",
+        &[concat!(
+            "at trace line 0003: bad settlement of op#1: ",
+            "`settlement.value.messages[2].content`: expected an array, got \"noted\""
+        )],
+    );
 }

@@ -183,7 +183,9 @@ export interface RunContext {
     /**
      * Issues an effect: the SDK gives it the next id, writes it now, and resolves with the kit's
      * final completion. In a discarded run nothing is written and the promise never settles.
-     * Throws a TypeError for fields the protocol cannot carry (nothing is written then).
+     * Throws a TypeError for a call the protocol has no place for (nothing is written then);
+     * fields of the wrong shape stop the adapter with `adapter.malformed` (the line is not
+     * written).
      */
     effect<K extends EffectKind>(kind: K, fields: EffectFields[K], options?: EffectOptions): Promise<CompletionOf[K]>;
     /**
@@ -196,7 +198,7 @@ export interface RunContext {
     abortSignal(id: number): void;
     /** The id of an AbortSignal in this run (1, 2, ... in first-seen order; 0 for none); writes `abort_signal` when it fires. */
     signalId(signal: AbortSignal | null | undefined): number;
-    /** Writes `settled` for a delivered operation (once per operation). */
+    /** Writes `settled` for a delivered operation (once per operation); a settlement of the wrong shape stops the adapter with `adapter.malformed`. */
     settle(op: number, settlement: Settlement): void;
     /** `settle(op, {status: "resolved", value})`; `undefined` is `{kind: "unit"}`. */
     resolve(op: number, value?: Value): void;
@@ -282,6 +284,20 @@ export function log(...parts: unknown[]): void;
 /** Where process.stdout.write (and console.log) output goes; `null` restores the default (stderr). */
 export function setStdoutSink(sink: ((text: string) => void) | null): void;
 /** Parses one kit line strictly; throws KitLineError (`input.garbage`, `input.malformed`, `input.unknown_type`). */
+/** Where a line departs from the kit's shapes (docs/protocol.md, "Errors in adapter lines"). */
+export interface ShapeProblem {
+    code: "wire.malformed" | "wire.unknown_type" | "wire.unknown_effect_kind" | "wire.version";
+    /** The JSON path of the bad value, e.g. `effect.entry.message.content[0].type`. */
+    path: string;
+    /** What the shape wants there, in the kit's words, e.g. `one of "text", "image"`. */
+    expected: string;
+    got: string;
+}
+/** Checks an adapter line (as JSON.parse reads it) against the kit's shapes; null if it fits. */
+export function checkAdapterMessage(message: unknown): ShapeProblem | null;
+/** What a line is about, as the kit's verdicts say it: `effect append fx#6`, `settlement of op#1`. */
+export function describeMessage(message: unknown): string;
+
 export function parseKitLine(line: string, protocol?: 1 | 2): { type: string; [key: string]: unknown };
 
 /** A synchronous line reader (fs.readSync); what the SDK reads stdin with. */

@@ -5,7 +5,8 @@
 // The toy runtime is an in-memory agent that does the least a runtime can: `prompt` sends one
 // model request, then appends the user message and the assistant message to the session, one
 // append at a time and in that order, moving the leaf after each accepted append, and resolves
-// after both. `flush` waits for the prompts before it; `dispose` waits for them too and then
+// after both. Prompts queue: each run starts after the previous prompt has settled (see
+// `#enqueue`). `flush` waits for the prompts before it; `dispose` waits for them too and then
 // closes the runtime. It runs no tools, no hooks and no observers, and has no steer, follow-up,
 // abort, output modes or library adapter: those are declared unsupported in `hello`. So the kit
 // will report rule failures for this adapter (that is allowed); it never breaks the protocol.
@@ -47,10 +48,18 @@ class ToyRuntime {
         return path.reverse();
     }
 
-    /** Runs `work` after everything queued before it. */
+    /**
+     * Runs `work` after everything queued before it, and starts the next queued work only once
+     * this one has *settled for its caller*: a prompt settles before the next queued run starts.
+     * The caller (here the adapter, which writes `settled`) sees `result` a few microtasks after
+     * it resolves, while `.then(next)` alone would start the next run one microtask after it, so
+     * that run's model request would reach the kit before this prompt's settlement. All
+     * microtasks run before the next macrotask: waiting for one (`setImmediate`) lets every
+     * caller of `result` finish first.
+     */
     #enqueue(work) {
         const result = this.queue.then(work);
-        this.queue = result.catch(() => {});
+        this.queue = result.catch(() => {}).then(() => new Promise((resolve) => setImmediate(resolve)));
         return result;
     }
 

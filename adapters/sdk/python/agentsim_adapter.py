@@ -81,6 +81,11 @@ __all__ = [
     "cause",
     "iso_timestamp",
     "parse_kit_line",
+    "check_adapter_message",
+    "describe_message",
+    "ShapeProblem",
+    "ShapeError",
+    "EFFECT_KINDS",
     "serve",
     "run",
     "SDK_VERSION",
@@ -437,7 +442,6 @@ def _tagged(tag: str, variants: Mapping[str, Variant]) -> Checker:
 
 _U32 = _integer(0, _U32_MAX)
 _U64 = _integer(0, _U64_MAX)
-_POSITIVE_U32 = _integer(1, _U32_MAX)
 _CAUSE = _fields({"code": _string, "message": _string})
 _NO_FIELDS: Mapping[str, Checker] = {}
 
@@ -621,41 +625,434 @@ def parse_kit_line(line: Union[bytes, str], protocol: int = 2) -> JSONObject:
     return message
 
 
-# What the mapping may write: checked before anything is written (ProtocolUsageError).
+# ---------------------------------------------------------------------------------------------
+# What the adapter writes: every line is checked against the kit's own shapes before it is
+# written, so that a mapping bug (an assistant message without `role`, a tool result whose
+# `content` is a string) ends the turn with `adapter.malformed` naming the field, and the line
+# never reaches the kit.
+#
+# The tables mirror the kit's (src/protocol/shape.rs) field for field, with the same paths and
+# the same words; tests/fixtures/protocol/lines.json holds all three to the same answers
+# (tests/test_lines.py). docs/protocol.md, "Message shapes" and "Errors in adapter lines".
+# ---------------------------------------------------------------------------------------------
 
-_TOOL_CALL = _fields({"id": _string, "name": _string, "arguments": _any})
+_MALFORMED = "wire.malformed"
 
-_EFFECT_FIELDS: Mapping[str, Tuple[Tuple[str, Checker], ...]] = {
-    "model_request": (
-        ("signal", _POSITIVE_U32),
+#: The effect kinds, in the protocol's order (``effect.kind``).
+EFFECT_KINDS: Tuple[str, ...] = ("model_request", "tool_call", "hook", "append", "write", "notify")
+
+Shape = Dict[str, Any]
+
+
+def _leaf(kind: str) -> Shape:
+    return {"kind": kind}
+
+
+_STRING, _BOOLEAN, _U32_SHAPE, _U64_SHAPE, _NUMBER, _ANY = map(_leaf, ("string", "boolean", "u32", "u64", "number", "any"))
+_STR_MAP, _VERSION, _USER_CONTENT = map(_leaf, ("strMap", "version", "userContent"))
+
+
+def _nullable_shape(inner: Shape) -> Shape:
+    return {"kind": "nullable", "inner": inner}
+
+
+def _array_shape(item: Shape) -> Shape:
+    return {"kind": "array", "item": item}
+
+
+def _enum_shape(*names: str) -> Shape:
+    return {"kind": "enum", "names": names}
+
+
+def _req(name: str, shape: Shape) -> Tuple[str, Shape, bool]:
+    return (name, shape, False)
+
+
+def _opt(name: str, shape: Shape) -> Tuple[str, Shape, bool]:
+    return (name, shape, True)
+
+
+def _closed(fields: Sequence[Tuple[str, Shape, bool]]) -> Shape:
+    return {"kind": "record", "fields": tuple(fields), "closed": True}
+
+
+def _open(fields: Sequence[Tuple[str, Shape, bool]]) -> Shape:
+    return {"kind": "record", "fields": tuple(fields), "closed": False}
+
+
+def _tagged_shape(tag: str, variants: Sequence[Tuple[str, Shape]], unknown: str = _MALFORMED, missing: str = _MALFORMED) -> Shape:
+    return {"kind": "tagged", "tag": tag, "variants": tuple(variants), "unknown_code": unknown, "missing_code": missing}
+
+
+_CAUSE_SHAPE = _closed([_req("code", _STRING), _req("message", _STRING)])
+_CONTENT_BLOCK = _tagged_shape(
+    "type",
+    [("text", _open([_req("text", _STRING)])), ("image", _open([_req("data", _STRING), _req("mimeType", _STRING)]))],
+)
+_TOOL_CALL = _open([_req("id", _STRING), _req("name", _STRING), _req("arguments", _ANY)])
+_ASSISTANT_BLOCK = _tagged_shape(
+    "type",
+    [
+        ("text", _open([_req("text", _STRING)])),
+        ("thinking", _open([_req("thinking", _STRING)])),
+        ("toolCall", _open([_req("id", _STRING), _req("name", _STRING), _req("arguments", _ANY)])),
+    ],
+)
+_COST = _open([_req(name, _NUMBER) for name in ("input", "output", "cacheRead", "cacheWrite", "total")])
+_USAGE = _open([*(_req(name, _U64_SHAPE) for name in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")), _req("cost", _COST)])
+_TOOL_RESULT_FIELDS = [
+    _req("toolCallId", _STRING),
+    _req("toolName", _STRING),
+    _req("content", _array_shape(_CONTENT_BLOCK)),
+    _opt("details", _ANY),
+    _req("isError", _BOOLEAN),
+    _req("timestamp", _U64_SHAPE),
+]
+_TOOL_RESULT = _open(_TOOL_RESULT_FIELDS)
+_MESSAGE = _tagged_shape(
+    "role",
+    [
+        ("user", _closed([_req("content", _USER_CONTENT), _req("timestamp", _U64_SHAPE)])),
         (
-            "request",
-            _fields(
-                {"systemPrompt": _nullable(_string), "messages": _list_of(_object), "tools": _list_of(_object)}
+            "assistant",
+            _open(
+                [
+                    _req("content", _array_shape(_ASSISTANT_BLOCK)),
+                    _req("api", _STRING),
+                    _req("provider", _STRING),
+                    _req("model", _STRING),
+                    _req("usage", _USAGE),
+                    _req("stopReason", _enum_shape("stop", "length", "toolUse", "error", "aborted")),
+                    _opt("errorMessage", _nullable_shape(_STRING)),
+                    _req("timestamp", _U64_SHAPE),
+                ]
             ),
         ),
-    ),
-    "tool_call": (("signal", _POSITIVE_U32), ("call", _TOOL_CALL)),
-    "hook": (
-        ("extension", _string),
-        ("phase", _one_of("before", "after")),
-        ("call", _TOOL_CALL),
-        ("result", _nullable(_object)),
-    ),
-    "append": (("entry", _typed_object),),
-    "write": (("text", _string),),
-    "notify": (("observer", _string), ("event", _typed_object)),
+        ("toolResult", _open(_TOOL_RESULT_FIELDS)),
+    ],
+)
+_MESSAGES = _array_shape(_MESSAGE)
+_ENTRY_IDENTITY = [_req("id", _STRING), _req("parentId", _nullable_shape(_STRING)), _req("timestamp", _STRING)]
+_METADATA = _open(_ENTRY_IDENTITY)
+_ENTRY = _tagged_shape(
+    "type",
+    [
+        ("message", _open([*_ENTRY_IDENTITY, _req("message", _MESSAGE)])),
+        (
+            "compaction",
+            _open([*_ENTRY_IDENTITY, _req("summary", _STRING), _req("firstKeptEntryId", _STRING), _req("tokensBefore", _U64_SHAPE)]),
+        ),
+        *((name, _METADATA) for name in ("branch_summary", "model_change", "thinking_level_change", "custom", "custom_message", "label", "session_info")),
+    ],
+)
+_TOOL_SPEC = _closed([_req("name", _STRING), _opt("description", _STRING), _opt("parameters", _ANY)])
+_EVENT = _tagged_shape(
+    "type",
+    [
+        ("message_end", _closed([_req("message", _MESSAGE)])),
+        ("turn_end", _closed([_req("message", _MESSAGE), _req("toolResults", _MESSAGES)])),
+        ("agent_end", _closed([_req("messages", _MESSAGES)])),
+    ],
+)
+_EFFECT = _tagged_shape(
+    "kind",
+    [
+        (
+            "model_request",
+            _closed(
+                [
+                    _req("id", _U32_SHAPE),
+                    _req("signal", _U32_SHAPE),
+                    _req(
+                        "request",
+                        _closed([_opt("systemPrompt", _nullable_shape(_STRING)), _req("messages", _MESSAGES), _req("tools", _array_shape(_TOOL_SPEC))]),
+                    ),
+                ]
+            ),
+        ),
+        ("tool_call", _closed([_req("id", _U32_SHAPE), _req("signal", _U32_SHAPE), _req("call", _TOOL_CALL)])),
+        (
+            "hook",
+            _closed(
+                [
+                    _req("id", _U32_SHAPE),
+                    _req("extension", _STRING),
+                    _req("phase", _enum_shape("before", "after")),
+                    _req("call", _TOOL_CALL),
+                    _opt("result", _nullable_shape(_TOOL_RESULT)),
+                ]
+            ),
+        ),
+        ("append", _closed([_req("id", _U32_SHAPE), _req("entry", _ENTRY)])),
+        ("write", _closed([_req("id", _U32_SHAPE), _req("text", _STRING)])),
+        ("notify", _closed([_req("id", _U32_SHAPE), _req("observer", _STRING), _req("event", _EVENT)])),
+    ],
+    unknown="wire.unknown_effect_kind",
+)
+_RUN_REASON = _enum_shape(*RUN_REASONS)
+_SETTLEMENT = _tagged_shape(
+    "status",
+    [
+        (
+            "resolved",
+            _closed(
+                [
+                    _req(
+                        "value",
+                        _tagged_shape(
+                            "kind",
+                            [
+                                ("unit", _closed([])),
+                                ("run", _closed([_req("reason", _RUN_REASON), _req("steps", _U32_SHAPE), _req("messages", _MESSAGES)])),
+                                ("library", _closed([_req("reason", _RUN_REASON), _req("text", _STRING)])),
+                            ],
+                        ),
+                    )
+                ]
+            ),
+        ),
+        ("rejected", _closed([_req("cause", _CAUSE_SHAPE)])),
+    ],
+)
+_ADAPTER_MESSAGE = _tagged_shape(
+    "type",
+    [
+        (
+            "hello",
+            _closed(
+                [
+                    _req("protocol", _VERSION),
+                    _req("implementation", _closed([_req("name", _STRING), _req("version", _STRING)])),
+                    _opt("features", _array_shape(_STRING)),
+                    _opt("unsupported", _STR_MAP),
+                ]
+            ),
+        ),
+        ("started", _closed([_opt("leaf", _nullable_shape(_STRING)), _req("messages", _U64_SHAPE)])),
+        ("restore_failed", _closed([_req("cause", _CAUSE_SHAPE)])),
+        ("effect", _closed([_req("effect", _EFFECT)])),
+        ("abort_signal", _closed([_req("signal", _U32_SHAPE)])),
+        ("settled", _closed([_req("op", _U32_SHAPE), _req("settlement", _SETTLEMENT)])),
+        ("idle", _closed([])),
+        ("error", _closed([_req("code", _STRING), _req("message", _STRING)])),
+    ],
+    unknown="wire.unknown_type",
+    missing="wire.unknown_type",
+)
+
+
+#: Each effect kind's fields after ``kind`` and ``id``, in the order the protocol lists them.
+_EFFECT_FIELD_ORDER: Mapping[str, Tuple[str, ...]] = {
+    name: tuple(field for field, _, _ in record["fields"] if field != "id") for name, record in _EFFECT["variants"]
 }
 
-_REASON = _one_of(*RUN_REASONS)
-_VALUE = _tagged(
-    "kind",
-    {
-        "unit": (_NO_FIELDS, _NO_FIELDS),
-        "run": ({"reason": _REASON, "steps": _U32, "messages": _list_of(_object)}, _NO_FIELDS),
-        "library": ({"reason": _REASON, "text": _string}, _NO_FIELDS),
-    },
-)
+
+@dataclass(frozen=True)
+class ShapeProblem:
+    """Where an adapter line departs from the kit's shapes (docs/protocol.md, "Errors in adapter
+    lines"): ``code`` is ``wire.malformed``, ``wire.unknown_type``, ``wire.unknown_effect_kind``
+    or ``wire.version``; ``path`` the JSON path of the bad value (``effect.entry.message.role``);
+    ``expected`` what the shape wants there, in the kit's words; ``got`` what the line has."""
+
+    code: str
+    path: str
+    expected: str
+    got: str
+
+    def __str__(self) -> str:
+        return f"`{self.path}`: expected {self.expected}, got {self.got}"
+
+
+class ShapeError(ProtocolUsageError):
+    """The mapping asked for a line the kit would refuse: raised in its stack, after the turn
+    was marked to end with ``adapter.malformed``. ``problem`` says where and why."""
+
+    def __init__(self, message: str, problem: ShapeProblem) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+class _Mismatch(Exception):
+    def __init__(self, code: str, path: Tuple[Union[str, int], ...], expected: str, got: str) -> None:
+        super().__init__(code)
+        self.problem = ShapeProblem(code, _render_path(path), expected, got)
+
+
+def _render_path(path: Sequence[Union[str, int]]) -> str:
+    text = ""
+    for step in path:
+        if isinstance(step, int):
+            text += f"[{step}]"
+        else:
+            text = step if text == "" else f"{text}.{step}"
+    return text
+
+
+_MISSING = "nothing (the field is missing)"
+
+
+def _got(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return json.dumps(value if len(value) <= 40 else value[:40] + "\u2026", ensure_ascii=False)
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _one_of_names(names: Sequence[str]) -> str:
+    return "one of " + ", ".join(f'"{name}"' for name in names)
+
+
+def _expected(shape: Shape) -> str:
+    kind = shape["kind"]
+    if kind == "nullable":
+        return f"{_expected(shape['inner'])} or null"
+    if kind == "enum":
+        return _one_of_names(shape["names"])
+    if kind == "version":
+        return "one of " + ", ".join(str(version) for version in PROTOCOL_VERSIONS)
+    return {
+        "string": "a string",
+        "boolean": "a boolean",
+        "u32": "an integer from 0 to 4294967295",
+        "u64": "a non-negative integer",
+        "number": "a number",
+        "any": "any JSON value",
+        "array": "an array",
+        "userContent": "a string or an array",
+    }.get(kind, "an object")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_shape(shape: Shape, value: Any, path: Tuple[Union[str, int], ...]) -> None:
+    kind = shape["kind"]
+
+    def wrong() -> NoReturn:
+        raise _Mismatch(_MALFORMED, path, _expected(shape), _got(value))
+
+    if kind == "string":
+        if not isinstance(value, str):
+            wrong()
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            wrong()
+    elif kind == "u32":
+        if not (_is_int(value) and 0 <= value <= _U32_MAX):
+            wrong()
+    elif kind == "u64":
+        if not (_is_int(value) and 0 <= value <= _U64_MAX):
+            wrong()
+    elif kind == "number":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            wrong()
+    elif kind == "any":
+        pass
+    elif kind == "nullable":
+        if value is None:
+            return
+        try:
+            _check_shape(shape["inner"], value, path)
+        except _Mismatch as mismatch:
+            # The inner shape's own complaint names a deeper path; a wrong kind here is ours.
+            if mismatch.problem.path == _render_path(path):
+                raise _Mismatch(mismatch.problem.code, path, _expected(shape), mismatch.problem.got) from None
+            raise
+    elif kind == "array":
+        if not isinstance(value, list):
+            wrong()
+        for index, item in enumerate(value):
+            _check_shape(shape["item"], item, (*path, index))
+    elif kind == "strMap":
+        if not isinstance(value, dict):
+            wrong()
+        for key, item in value.items():
+            _check_shape(_STRING, item, (*path, key))
+    elif kind == "enum":
+        if not (isinstance(value, str) and value in shape["names"]):
+            wrong()
+    elif kind == "version":
+        if not (_is_int(value) and value in PROTOCOL_VERSIONS):
+            raise _Mismatch("wire.version", path, _expected(shape), _got(value))
+    elif kind == "userContent":
+        if isinstance(value, str):
+            return
+        if not isinstance(value, list):
+            wrong()
+        _check_shape(_array_shape(_CONTENT_BLOCK), value, path)
+    elif kind == "record":
+        if not isinstance(value, dict):
+            wrong()
+        _check_record(shape, None, value, path)
+    elif kind == "tagged":
+        if not isinstance(value, dict):
+            wrong()
+        tag = shape["tag"]
+        names = [name for name, _ in shape["variants"]]
+        if tag not in value:
+            raise _Mismatch(shape["missing_code"], (*path, tag), _one_of_names(names), _MISSING)
+        variant = next((record for name, record in shape["variants"] if isinstance(value[tag], str) and name == value[tag]), None)
+        if variant is None:
+            raise _Mismatch(shape["unknown_code"], (*path, tag), _one_of_names(names), _got(value[tag]))
+        _check_record(variant, tag, value, path)
+    else:
+        raise AssertionError(f"unknown shape {kind}")
+
+
+def _check_record(record: Shape, tag: Optional[str], value: JSONObject, path: Tuple[Union[str, int], ...]) -> None:
+    fields = record["fields"]
+    if record["closed"]:
+        known = [name for name, _, _ in fields]
+        for key, item in value.items():
+            if key == tag or key in known:
+                continue
+            names = ([tag] if tag is not None else []) + known
+            listed = ", ".join(names) if names else "none"
+            raise _Mismatch(_MALFORMED, (*path, key), f"no such field (fields: {listed})", _got(item))
+    for name, shape, optional in fields:
+        if name not in value:
+            if optional:
+                continue
+            code = "wire.version" if shape["kind"] == "version" else _MALFORMED
+            raise _Mismatch(code, (*path, name), _expected(shape), _MISSING)
+        _check_shape(shape, value[name], (*path, name))
+
+
+def check_adapter_message(message: Any) -> Optional[ShapeProblem]:
+    """Where ``message`` (an adapter line as ``json.loads`` reads it) departs from the kit's
+    shapes, or None if it fits. The SDK checks every line it writes with it."""
+    try:
+        _check_shape(_ADAPTER_MESSAGE, message, ())
+    except _Mismatch as mismatch:
+        return mismatch.problem
+    return None
+
+
+def describe_message(message: Any) -> str:
+    """What a line is about, as the kit's verdicts say it: ``effect append fx#6``,
+    ``settlement of op#1``, or the message type."""
+    type_name = message.get("type") if isinstance(message, dict) else None
+    type_name = type_name if isinstance(type_name, str) else "line"
+    if type_name == "effect":
+        effect = message.get("effect")
+        effect = effect if isinstance(effect, dict) else {}
+        kind, effect_id = effect.get("kind"), effect.get("id")
+        text = "effect"
+        if isinstance(kind, str):
+            text += " " + kind[:40]
+        if _is_int(effect_id) and 0 <= effect_id <= _U64_MAX:
+            text += f" fx#{effect_id}"
+        return text
+    if type_name == "settled":
+        op = message.get("op")
+        return f"settlement of op#{op}" if _is_int(op) and 0 <= op <= _U64_MAX else "settlement"
+    return f"`{type_name[:40]}`"
 
 
 def _usage(checker: Checker, value: Any, where: str) -> None:
@@ -994,10 +1391,25 @@ class _Driver:
         raise error
 
     def emit(self, message: JSONObject) -> None:
-        """Queues a line of the current turn (dropped while a run is being torn down)."""
+        """Queues a line of the current turn (dropped while a run is being torn down). What
+        would be written is checked against the kit's shapes first: a line that does not fit
+        is not queued (nor anything after it in the turn), the turn is marked to end with
+        ``adapter.malformed`` naming the field, and :class:`ShapeError` is raised in the
+        mapping's stack."""
         data = _dump(message)
         if self.run is not None and self.run.discard:
             return
+        if self.turn_error is not None and self.turn_error[0] == "adapter.malformed":
+            # The turn ends with that error, as the JavaScript SDK's does at once: nothing the
+            # runtime does after a bad line is written (it would reach the kit before the error).
+            return
+        problem = check_adapter_message(json.loads(data))
+        if problem is not None:
+            text = f"bad {describe_message(message)}, not written: {problem}"
+            where = "".join(traceback.format_stack()[:-1]).rstrip()
+            self.note(f"{text}; the mapping asked for it here:\n{where}")
+            self.fail("adapter.malformed", text)
+            raise ShapeError(text, problem)
         self.outbox.append(data)
 
     def flush_outbox(self) -> None:
@@ -1050,7 +1462,7 @@ class _Driver:
                 if feature in hello.unsupported:
                     self.note(f"`{feature}` is listed both in features and in unsupported")
             self.hello = hello
-            line = _dump(
+            line = self._hello_line(
                 {
                     "type": "hello",
                     "protocol": self.protocol,
@@ -1076,6 +1488,14 @@ class _Driver:
                 continue
             if self.handle(message):
                 return 0
+
+    @staticmethod
+    def _hello_line(message: JSONObject) -> bytes:
+        data = _dump(message)
+        problem = check_adapter_message(json.loads(data))
+        if problem is not None:
+            raise ShapeError(f"bad `hello`, not written: {problem}", problem)
+        return data
 
     def _parse_or_report(self, line: _Line) -> Optional[JSONObject]:
         """The kit message on `line`; `None` after answering an oversize or malformed line with `error`."""
@@ -1349,27 +1769,32 @@ class _Driver:
         if inspect.isawaitable(result):
             run = self.run
             assert run is not None
-            task = asyncio.ensure_future(result)
+            task = asyncio.ensure_future(self._settle_when_done(run, op, operation, result))
             run.tasks.add(task)
-            task.add_done_callback(lambda done: self._guarded(self._operation_done, run, op, operation, done))
+            task.add_done_callback(run.tasks.discard)
         elif result is not None:
             self.settle(op, {"status": "resolved", "value": result})
 
-    def _operation_done(self, run: _Run, op: int, operation: Operation, task: "asyncio.Future[Any]") -> None:
-        run.tasks.discard(task)
-        if task.cancelled() or run.discard:
+    async def _settle_when_done(self, run: _Run, op: int, operation: Operation, awaitable: Awaitable[Any]) -> None:
+        """Awaits an operation's awaitable and settles the operation *in the same step* it
+        finishes, not one loop step later in a done callback: a runtime whose queue wakes the
+        next prompt when this one returns (an ``asyncio.Lock``, an ``Event``, a future set in a
+        ``finally``) wakes it by scheduling, so the ``settled`` line comes before the next run's
+        first effect, as the kit demands (a prompt settles before the next queued run starts)."""
+        try:
+            value = await awaitable
+        except Rejected as rejection:
+            if not run.discard:
+                self._guarded(self.settle, op, {"status": "rejected", "cause": rejection.cause})
             return
-        error = task.exception()
-        if isinstance(error, _Abandoned):
+        except (_Abandoned, asyncio.CancelledError):
             return
-        if isinstance(error, Rejected):
-            self.settle(op, {"status": "rejected", "cause": error.cause})
-        elif error is not None:
-            self.fail_exception(f"operation({op}, {operation['op']})", error)
-        else:
-            value = task.result()
-            if value is not None:
-                self.settle(op, {"status": "resolved", "value": value})
+        except Exception as error:
+            if not run.discard:
+                self.fail_exception(f"operation({op}, {operation['op']})", error)
+            return
+        if value is not None and not run.discard:
+            self._guarded(self.settle, op, {"status": "resolved", "value": value})
 
     # -- services for the mapping -----------------------------------------------------------
 
@@ -1382,32 +1807,23 @@ class _Driver:
 
     def new_effect(self, kind: str, fields: Mapping[str, Any]) -> Effect:
         run = self.live_run(f"effect({kind!r})")
-        if kind not in _EFFECT_FIELDS:
-            raise ProtocolUsageError(f"unknown effect kind {kind!r}; expected one of {', '.join(_EFFECT_FIELDS)}")
+        if kind not in EFFECT_KINDS:
+            raise ProtocolUsageError(f"unknown effect kind {kind!r}; expected one of {', '.join(EFFECT_KINDS)}")
         if kind == "notify" and self.protocol < 2:
             raise ProtocolUsageError("the `notify` effect needs protocol 2 (Adapter.protocol = 2)")
+        if "id" in fields:
+            raise ProtocolUsageError(f"effect({kind!r}): `id` is the SDK's to write")
         if run.start_answered is None:
             self.note(f"an effect ({kind}) before `started`: the kit expects none while restoring (RESTORE-5)")
-        spec = _EFFECT_FIELDS[kind]
         given = dict(fields)
         if kind == "hook" and "result" not in given:
             given["result"] = None
-        names = [name for name, _ in spec]
-        unknown = sorted(set(given) - set(names))
-        missing = [name for name in names if name not in given]
-        if unknown or missing:
-            problems = []
-            if missing:
-                problems.append("missing " + ", ".join(missing))
-            if unknown:
-                problems.append("unknown " + ", ".join(unknown))
-            raise ProtocolUsageError(f"effect {kind!r}: {'; '.join(problems)} (fields: {', '.join(names)})")
-        for name, checker in spec:
-            _usage(checker, given[name], f"effect.{name}")
         effect_id = run.next_effect
+        # The protocol's field order, then anything else (which the shape check refuses).
+        order = _EFFECT_FIELD_ORDER[kind]
         body: JSONObject = {"kind": kind, "id": effect_id}
-        for name in names:
-            body[name] = given[name]
+        body.update((name, given[name]) for name in order if name in given)
+        body.update((name, value) for name, value in given.items() if name not in order)
         self.emit({"type": "effect", "effect": body})
         run.next_effect += 1
         effect = Effect(self, kind, effect_id, body, run.loop.create_future())
@@ -1482,7 +1898,6 @@ class _Driver:
 
     def abort_signal(self, signal: int) -> None:
         self.live_run("abort_signal()")
-        _usage(_POSITIVE_U32, signal, "abort_signal.signal")
         self.emit({"type": "abort_signal", "signal": signal})
 
     def settle(self, op: int, settlement: JSONObject) -> None:
@@ -1491,10 +1906,6 @@ class _Driver:
             raise ProtocolUsageError(f"settle({op}): the kit never delivered operation {op}")
         if op in run.ops_settled:
             raise ProtocolUsageError(f"settle({op}): operation {op} is already settled")
-        if settlement["status"] == "resolved":
-            _usage(_VALUE, settlement["value"], "settled.settlement.value")
-        else:
-            _usage(_CAUSE, settlement["cause"], "settled.settlement.cause")
         self.emit({"type": "settled", "op": op, "settlement": settlement})
         run.ops_settled.add(op)
 

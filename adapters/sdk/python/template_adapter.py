@@ -5,10 +5,11 @@ folder on PYTHONPATH), replace ``ToyRuntime`` with your runtime, and adapt ``Tem
 The file has two halves:
 
 1. ``ToyRuntime``: stands for *your* runtime. It is a tiny in-memory runtime of the family:
-   restore a branch of a session tree, queue prompts, ask the model once per prompt, then append
-   the user and the assistant message to the store one entry at a time (the leaf advances after
-   each accepted append), and resolve the prompt only after the last append; flush waits for the
-   queue, dispose closes the entry; a failed append poisons it. It knows nothing of agentsim: it
+   restore a branch of a session tree, queue prompts (each settles before the next starts), ask
+   the model once per prompt, then append the user and the assistant message to the store one
+   entry at a time (the leaf advances after each accepted append), and resolve the prompt only
+   after the last append; flush waits for the queue, dispose closes the entry; a failed append
+   poisons it. It knows nothing of agentsim: it
    gets its model, store, id generator and clock injected, as a real runtime would.
 2. ``TemplateAdapter``: the mapping. It gives the runtime a model and a store that are kit
    effects, the scenario's ``ids`` and ``clock`` rules, and turns operations into runtime calls
@@ -129,6 +130,16 @@ class ToyRuntime:
         self.tail: Optional[asyncio.Future[None]] = None  # done when the last queued prompt is
 
     async def prompt(self, text: str) -> Dict[str, Any]:
+        """Queues a prompt: it runs after the prompts before it, and the next one runs after it.
+
+        The rule (docs/implementers-guide.md, "A prompt settles before the next queued run
+        starts"): the next queued run may start only once this prompt has settled for its
+        caller. Here the hand-over is a future set in ``finally``: setting it only *schedules*
+        the next prompt's wake-up, and this coroutine returns its result in the same loop step,
+        so the caller (the adapter's ``operation``, which returns at once) resolves first; the
+        SDK writes ``settled`` in the step the operation returns. Do not start the next run
+        directly here (a call that issues its model request before this one returns), and do
+        not let the caller await anything else between this result and its return."""
         if self.poison is not None:
             raise self.poison
         if self.disposed:

@@ -131,10 +131,19 @@ export const start = (overrides) => ({ type: "start", scenario: scenario(overrid
 export const prompt = (op, text) => ({ type: "operation", op, operation: { op: "prompt", text } });
 export const complete = (effect, completion) => ({ type: "complete", effect, completion });
 export const appendOk = (effect) => complete(effect, { kind: "append", outcome: { kind: "ok" } });
-export const final = (effect, text = "done") =>
-    complete(effect, {
-        kind: "model_final",
-        message: { role: "assistant", content: [{ type: "text", text }], stopReason: "stop", timestamp: 0 },
-    });
+/** An assistant message as the kit sends it in `model_final` (pi-ai's whole shape). */
+export const assistantMessage = (text) => ({
+    role: "assistant",
+    content: [{ type: "text", text }],
+    api: "agentsim",
+    provider: "agentsim",
+    model: "scripted",
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    stopReason: "stop",
+    timestamp: 0,
+});
+/** `assistantMessage(text)` as one line writes it. */
+export const ASSISTANT = (text) => JSON.stringify(assistantMessage(text));
+export const final = (effect, text = "done") => complete(effect, { kind: "model_final", message: assistantMessage(text) });
 
 export const parse = (lines) => lines.map((line) => JSON.parse(line));

@@ -30,3 +30,15 @@ test("the template adapter is never broken on scenarios/wiring", { skip: present
         [],
     );
 });
+
+test("the template settles each prompt before the next queued run starts", { skip: present ? false : `no kit at ${kit}` }, () => {
+    const command = `node ${path.relative(REPO_ROOT, TEMPLATE)}`;
+    const scenarios = ["scenarios/persist/two-prompts-near-simultaneous.json", "scenarios/persist/three-prompts-arrival-order.json"];
+    const result = runKit(["run", "--impl", command, ...scenarios, "--format", "json"]);
+    assert.equal(result.status, 0, `exit ${result.status}; stdout:\n${result.stdout.slice(-4000)}`);
+    const report = JSON.parse(result.stdout);
+    assert.deepEqual(
+        report.results.map((result) => `${result.name}: ${result.status}`),
+        ["three-prompts-arrival-order: passed", "two-prompts-near-simultaneous: passed"],
+    );
+});

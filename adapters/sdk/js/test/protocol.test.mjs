@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 
-import { AdapterProcess, IDLE, TEMPLATE, appendOk, complete, final, prompt, start } from "./helpers.mjs";
+import { ASSISTANT, AdapterProcess, IDLE, TEMPLATE, appendOk, complete, final, prompt, start } from "./helpers.mjs";
 
 const HELLO =
     '{"type":"hello","protocol":2,"implementation":{"name":"agentsim-template","version":"0.1.0"},' +
@@ -69,11 +69,11 @@ describe("a run", () => {
             IDLE,
         ]);
         assert.deepEqual(await kit.send(appendOk(2)), [
-            '{"type":"effect","effect":{"kind":"append","id":3,"entry":{"type":"message","id":"entry-2","parentId":"entry-1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"stopReason":"stop","timestamp":0}}}}',
+            `{"type":"effect","effect":{"kind":"append","id":3,"entry":{"type":"message","id":"entry-2","parentId":"entry-1","timestamp":"2026-01-01T00:00:02.000Z","message":${ASSISTANT("hello")}}}}`,
             IDLE,
         ]);
         assert.deepEqual(await kit.send(appendOk(3)), [
-            '{"type":"settled","op":1,"settlement":{"status":"resolved","value":{"kind":"run","reason":"stop","steps":1,"messages":[{"role":"user","content":"hi","timestamp":1767225600000},{"role":"assistant","content":[{"type":"text","text":"hello"}],"stopReason":"stop","timestamp":0}]}}}',
+            `{"type":"settled","op":1,"settlement":{"status":"resolved","value":{"kind":"run","reason":"stop","steps":1,"messages":[{"role":"user","content":"hi","timestamp":1767225600000},${ASSISTANT("hello")}]}}}`,
             IDLE,
         ]);
     });
@@ -88,6 +88,20 @@ describe("a run", () => {
             '{"type":"settled","op":1,"settlement":{"status":"rejected","cause":{"code":"diskError","message":"disk full"}}}',
             IDLE,
         ]);
+    });
+
+    test("a queued prompt's run starts only after the prompt before it has settled", async () => {
+        const kit = adapter();
+        await kit.hello();
+        await kit.send(start());
+        assert.match((await kit.send(prompt(1, "one")))[0], /"kind":"model_request","id":1,/);
+        assert.deepEqual(await kit.send(prompt(2, "two")), [IDLE]);
+        await kit.send(final(1, "first"));
+        await kit.send(appendOk(2));
+        const [settled, request, idle] = await kit.send(appendOk(3));
+        assert.match(settled, /^\{"type":"settled","op":1,/);
+        assert.match(request, /"kind":"model_request","id":4,/);
+        assert.equal(idle, IDLE);
     });
 
     test("flush and dispose resolve with unit after the prompts before them", async () => {

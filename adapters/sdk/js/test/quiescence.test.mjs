@@ -19,7 +19,7 @@ async function started() {
 }
 
 const requestFor = (text) =>
-    `{"type":"effect","effect":{"kind":"model_request","id":1,"signal":0,"request":{"systemPrompt":null,"messages":[{"role":"user","content":"${text}"}],"tools":[]}}}`;
+    `{"type":"effect","effect":{"kind":"model_request","id":1,"signal":0,"request":{"systemPrompt":null,"messages":[{"role":"user","content":"${text}","timestamp":0}],"tools":[]}}}`;
 
 describe("the effect after asynchronous work comes before idle", () => {
     for (const work of ["timeout", "timers-promises", "immediates", "fs", "ticks", "hold"]) {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { AdapterProcess, FIXTURES, IDLE, appendOk, complete, final, prompt, start } from "./helpers.mjs";
+import { ASSISTANT, AdapterProcess, FIXTURES, IDLE, appendOk, complete, final, prompt, start } from "./helpers.mjs";
 
 const SYNC = path.join(FIXTURES, "sync-adapter.mjs");
 const processes = [];
@@ -16,9 +16,9 @@ function adapter(options) {
 after(() => processes.forEach((process) => process.kill()));
 
 const APPEND_1 =
-    '{"type":"effect","effect":{"kind":"append","id":2,"entry":{"type":"message","id":"entry-1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi"}}}}';
+    '{"type":"effect","effect":{"kind":"append","id":2,"entry":{"type":"message","id":"entry-1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi","timestamp":0}}}}';
 const APPEND_2 =
-    '{"type":"effect","effect":{"kind":"append","id":3,"entry":{"type":"message","id":"entry-2","parentId":"entry-1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop","timestamp":0}}}}';
+    `{"type":"effect","effect":{"kind":"append","id":3,"entry":{"type":"message","id":"entry-2","parentId":"entry-1","timestamp":"2026-01-01T00:00:01.000Z","message":${ASSISTANT("done")}}}}`;
 const SETTLED_1 = '{"type":"settled","op":1,"settlement":{"status":"resolved","value":{"kind":"run","reason":"stop","steps":1,"messages":[]}}}';
 
 async function started() {

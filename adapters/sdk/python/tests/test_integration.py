@@ -89,6 +89,12 @@ class KitTest(unittest.TestCase):
         # The toy does no resources or tools, but a scenario without them passes.
         self.assertEqual(statuses.get("empty-catalog-no-resource-header"), "passed", statuses)
 
+    def test_template_settles_each_prompt_before_the_next_queued_run_starts(self) -> None:
+        scenarios = ["scenarios/persist/two-prompts-near-simultaneous.json", "scenarios/persist/three-prompts-arrival-order.json"]
+        report = self.run_kit(TEMPLATE_COMMAND, scenarios)
+        statuses = {case["name"]: case["status"] for case in report["results"]}
+        self.assertEqual(statuses, {"two-prompts-near-simultaneous": "passed", "three-prompts-arrival-order": "passed"})
+
     def test_template_on_the_whole_corpus(self) -> None:
         report = self.run_kit(TEMPLATE_COMMAND, ["scenarios/"])
         self.assertGreater(report["notApplicable"], 0)  # steer, abort, mode ... are declared unsupported

@@ -134,6 +134,16 @@ class ProtocolOneTest(TemplateCase):
 
 
 class RunTest(TemplateCase):
+    def test_a_queued_prompt_starts_only_after_the_prompt_before_it_has_settled(self) -> None:
+        self.started()
+        self.first_prompt()
+        self.assertEqual(self.adapter.turn(operation(2, "prompt", text="two")), [IDLE])
+        self.assertIn('"kind":"append","id":3,', self.adapter.turn(append_ok(2))[0])
+        settled, request, idle = self.adapter.turn(append_ok(3))
+        self.assertTrue(settled.startswith('{"type":"settled","op":1,'), settled)
+        self.assertIn('"kind":"model_request","id":4,', request)
+        self.assertEqual(idle, IDLE)
+
     def test_a_prompt_appends_one_entry_at_a_time_and_resolves_after_the_last(self) -> None:
         self.started()
         self.first_prompt()

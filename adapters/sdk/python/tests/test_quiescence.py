@@ -220,6 +220,42 @@ class EffectTest(unittest.TestCase):
         )
 
 
+class SettlementOrderTest(unittest.TestCase):
+    """An async operation settles in the step it returns, so a natural asyncio queue (a lock
+    released when the first prompt's work ends) wakes the next prompt only after the first one's
+    `settled` is written: a prompt settles before the next queued run starts."""
+
+    def test_a_lock_queue_settles_before_the_next_run_starts(self) -> None:
+        locks: List[asyncio.Lock] = []
+
+        async def script(self: Scripted, op: int, operation: sdk.Operation) -> sdk.Value:
+            if not locks:
+                locks.append(asyncio.Lock())
+            async with locks[0]:
+                await self.effect("append", entry=ENTRY)
+            return sdk.UNIT
+
+        output = drive(Scripted(script), operation(1, "flush"), operation(2, "flush"), append_ok(1))
+        self.assertEqual(output, [append_line(1), IDLE, IDLE, unit(1), append_line(2), IDLE])
+
+    def test_a_future_released_in_finally_settles_before_the_next_run_starts(self) -> None:
+        tail: List[Optional["asyncio.Future[None]"]] = [None]
+
+        async def script(self: Scripted, op: int, operation: sdk.Operation) -> sdk.Value:
+            previous, done = tail[0], asyncio.get_running_loop().create_future()
+            tail[0] = done
+            try:
+                if previous is not None:
+                    await previous
+                await self.effect("append", entry=ENTRY)
+                return sdk.UNIT
+            finally:
+                done.set_result(None)
+
+        output = drive(Scripted(script), operation(1, "flush"), operation(2, "flush"), append_ok(1))
+        self.assertEqual(output, [append_line(1), IDLE, IDLE, unit(1), append_line(2), IDLE])
+
+
 class MistakeTest(unittest.TestCase):
     """The mapping's mistakes end the turn with an `error` line (never a malformed line)."""
 
@@ -261,12 +297,14 @@ class MistakeTest(unittest.TestCase):
         def script(self: Scripted, op: int, operation: sdk.Operation) -> None:
             self.effect("append", entry=ENTRY, extra=1)
 
-        self.assert_error(script, "adapter.exception", "unknown extra")
+        self.assert_error(
+            script, "adapter.malformed", "bad effect append fx#1, not written: `effect.extra`: expected no such field (fields: kind, id, entry)"
+        )
 
         def script2(self: Scripted, op: int, operation: sdk.Operation) -> None:
-            self.effect("model_request", signal=0, request=REQUEST)
+            self.effect("model_request", signal=-1, request=REQUEST)
 
-        self.assert_error(script2, "adapter.exception", "effect.signal")
+        self.assert_error(script2, "adapter.malformed", "`effect.signal`: expected an integer from 0 to 4294967295, got -1")
 
     def test_settling_twice(self) -> None:
         def script(self: Scripted, op: int, operation: sdk.Operation) -> sdk.Value:
@@ -281,7 +319,11 @@ class MistakeTest(unittest.TestCase):
         def script(self: Scripted, op: int, operation: sdk.Operation) -> sdk.Value:
             return {"kind": "run", "reason": "done", "steps": 1, "messages": []}
 
-        self.assert_error(script, "adapter.exception", '"done" is not one of stop, length, error, aborted, max_steps')
+        self.assert_error(
+            script,
+            "adapter.malformed",
+            'bad settlement of op#1, not written: `settlement.value.reason`: expected one of "stop", "length", "error", "aborted", "max_steps", got "done"',
+        )
 
     def test_rejected(self) -> None:
         async def script(self: Scripted, op: int, operation: sdk.Operation) -> None:
