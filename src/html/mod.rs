@@ -43,6 +43,8 @@ const STEP_PX_MAX: usize = 60;
 const LANES_WIDTH_PX: usize = 1080;
 /// Height of one track of a lane.
 const TRACK_PX: usize = 18;
+/// The height of one row of the rule-badge strip.
+const BADGE_ROW_PX: usize = 14;
 /// Explore writes pages for at most this many failing schedules (the first ones).
 pub const EXPLORE_PAGES_MAX: usize = 50;
 
@@ -196,25 +198,71 @@ fn violations_section(violations: &[Violation]) -> String {
     if violations.is_empty() {
         html.push_str("<p>None: every rule holds on this trace.</p>\n");
     }
-    html.push_str("<ul>\n");
-    for violation in violations {
+    let item = |violation: &Violation, root: bool| {
         let lines: Vec<String> = violation.lines.iter().map(|line| format!("{line:04}")).collect();
         let first = violation
             .lines
             .first()
             .map(|line| format!(" data-event=\"{line}\""))
             .unwrap_or_default();
-        html.push_str(&format!(
-            "<li class=\"violation\" data-rule=\"{}\"{first}><strong class=\"rule\">{}</strong> <span class=\"lines\">[trace {}]</span> {}<br><span class=\"rule-text\">{}</span></li>\n",
+        let evident = violation
+            .evident_at
+            .filter(|at| !violation.lines.contains(at))
+            .map(|at| format!("; evident at {at:04}"))
+            .unwrap_or_default();
+        format!(
+            "<li class=\"violation{}\" data-rule=\"{}\"{first}>{}<strong class=\"rule\">{}</strong> <span class=\"lines\">[trace {}{evident}]</span> {}<br><span class=\"rule-text\">{}</span></li>\n",
+            if root { " root" } else { "" },
             escape(&violation.rule),
+            if root { "<span class=\"root-label\">root cause</span> " } else { "" },
             escape(&violation.rule),
             lines.join(","),
             escape(&violation.message),
             escape(&rule_text(&violation.rule).unwrap_or_default())
-        ));
+        )
+    };
+    // The root cause first (check::cause), the rest folded under it.
+    if let Some((root, later)) = violations.split_first() {
+        html.push_str("<ul>\n");
+        html.push_str(&item(root, true));
+        html.push_str("</ul>\n");
+        if !later.is_empty() {
+            html.push_str(&format!(
+                "<details id=\"consequences\" data-count=\"{}\"><summary>then {} later in the trace, which may follow from it</summary>\n<ul>\n",
+                later.len(),
+                if later.len() == 1 { "1 violation".to_string() } else { format!("{} violations", later.len()) }
+            ));
+            for violation in later {
+                html.push_str(&item(violation, false));
+            }
+            html.push_str("</ul></details>\n");
+        }
     }
-    html.push_str("</ul></section>\n");
+    html.push_str("</section>\n");
     html
+}
+
+/// The rows of the badge strip: each (line, rule) mark gets the lowest row where it overlaps
+/// no earlier mark, so badges cover neither each other nor any span (they live in a strip of
+/// their own above the lanes).
+fn badge_rows(marks: &[(usize, &str)], x: &dyn Fn(usize) -> usize) -> Vec<usize> {
+    let mut row_ends: Vec<usize> = Vec::new();
+    marks
+        .iter()
+        .map(|(line, rule)| {
+            let half = rule.len() * 3 + 6;
+            let left = x(*line).saturating_sub(half);
+            let row = match row_ends.iter().position(|end| *end < left) {
+                Some(row) => row,
+                None => {
+                    row_ends.push(0);
+                    row_ends.len() - 1
+                }
+            };
+            row_ends[row] = x(*line) + half;
+            row
+        })
+        .collect()
 }
 
 /// One timeline: the step axis, the five lanes with their spans and ticks, violation marks,
@@ -251,6 +299,33 @@ fn timeline(
         .iter()
         .flat_map(|violation| violation.lines.iter().map(move |line| (*line, violation.rule.as_str())))
         .collect();
+    // One badge per (line, rule), in a strip of its own above the lanes; the root cause's marked.
+    let root_rule = violations.first().map(|violation| violation.rule.as_str());
+    let marks: Vec<(usize, &str)> = violated
+        .iter()
+        .copied()
+        .collect::<BTreeSet<(usize, &str)>>()
+        .into_iter()
+        .collect();
+    if !marks.is_empty() {
+        let rows = badge_rows(&marks, &x);
+        let height = (rows.iter().max().copied().unwrap_or(0) + 1) * BADGE_ROW_PX + 4;
+        html.push_str(&format!(
+            "<div class=\"lane marks\" data-lane=\"rules\" style=\"height:{height}px\"><div class=\"label\">rules broken</div><div class=\"track-area\">"
+        ));
+        for ((line, rule), row) in marks.iter().zip(rows) {
+            let root = if Some(*rule) == root_rule { " root" } else { "" };
+            html.push_str(&format!(
+                "<span class=\"vmark{root}\" data-rule=\"{}\" data-event=\"{line}\" style=\"left:{}px;top:{}px\" title=\"{}\">{}</span>",
+                escape(rule),
+                x(*line),
+                2 + row * BADGE_ROW_PX,
+                escape(&format!("{rule}: {}", rule_text(rule).unwrap_or_default())),
+                escape(rule)
+            ));
+        }
+        html.push_str("</div></div>\n");
+    }
     for lane in LANES {
         let lane_tracks = tracks[&lane];
         let height = (lane_tracks + 1) * TRACK_PX + 4;
@@ -293,22 +368,6 @@ fn timeline(
                 x(line),
                 escape(&render_line(line, event))
             ));
-            // One mark per rule broken at this line, stacked upwards.
-            let rules_here: BTreeSet<&str> = violated
-                .iter()
-                .filter(|(violated_line, _)| *violated_line == line)
-                .map(|(_, rule)| *rule)
-                .collect();
-            for (stack, rule) in rules_here.into_iter().enumerate() {
-                html.push_str(&format!(
-                    "<span class=\"vmark\" data-rule=\"{}\" data-event=\"{line}\" style=\"left:{}px;bottom:{}px\" title=\"{}\">{}</span>",
-                    escape(rule),
-                    x(line),
-                    1 + stack * 13,
-                    escape(&format!("{rule}: {}", rule_text(rule).unwrap_or_default())),
-                    escape(rule)
-                ));
-            }
         }
         html.push_str("</div></div>\n");
     }
@@ -564,7 +623,11 @@ code, pre { font: 12px/1.35 ui-monospace, Menlo, Consolas, monospace; }
 .lane[data-lane=output] .span { background: #ffeff7; border-color: #ff80c8; }
 .span.failed { background: #ffebe9 !important; border-color: #cf222e !important; }
 .span.open { border-style: dashed; border-right: none; }
-.vmark { position: absolute; bottom: 1px; transform: translateX(-50%); background: #cf222e; color: #fff; font-size: 9px; font-weight: 700; padding: 0 3px; border-radius: 3px; z-index: 4; cursor: pointer; white-space: nowrap; }
+.vmark.root { background: #7a0000; outline: 2px solid #ffb000; }
+.lane.marks .track-area { background: #fff8f8; }
+.root-label { background: #7a0000; color: #fff; font-size: 11px; padding: 0 5px; border-radius: 3px; }
+#violations li.root { font-weight: 600; }
+.vmark { position: absolute; transform: translateX(-50%); background: #cf222e; color: #fff; font-size: 9px; font-weight: 700; padding: 0 3px; border-radius: 3px; z-index: 4; cursor: pointer; white-space: nowrap; }
 .overlay { position: absolute; top: 0; bottom: 0; left: 0; right: 0; pointer-events: none; }
 .vline { position: absolute; top: 20px; bottom: 0; width: 0; border-left: 2px dashed; }
 .vline.abort { border-color: #d4380d; } .vline.violated { border-color: rgba(207, 34, 46, 0.55); } .vline.divergence { border-color: #fb8500; border-left-style: solid; border-left-width: 3px; }
@@ -626,6 +689,17 @@ const SCRIPT: &str = r#"(function () {
   if (first) { show(side, parseInt(first.getAttribute('data-event'), 10)); }
   else if (divergence) { show(side, parseInt(divergence.getAttribute('data-line'), 10)); }
   else { show(side, 1); }
+  // Layout self-check, read by the browser test: rule badges must cover no span and no
+  // other badge (they sit in a strip of their own, in rows).
+  var overlaps = 0;
+  var badges = Array.prototype.map.call(document.querySelectorAll('.vmark'), function (badge) { return badge.getBoundingClientRect(); });
+  var spans = Array.prototype.map.call(document.querySelectorAll('.span'), function (span) { return span.getBoundingClientRect(); });
+  function meet(a, b) { return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom; }
+  badges.forEach(function (badge, index) {
+    spans.forEach(function (span) { if (meet(badge, span)) { overlaps += 1; } });
+    badges.slice(index + 1).forEach(function (other) { if (meet(badge, other)) { overlaps += 1; } });
+  });
+  document.body.setAttribute('data-badge-overlaps', String(overlaps));
   document.body.setAttribute('data-js', 'ready');
 })();
 "#;

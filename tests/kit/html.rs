@@ -68,7 +68,7 @@ fn chromium() -> PathBuf {
                 .status()
                 .is_ok_and(|status| status.success())
         };
-        if apt(&["update", "-qq"]) && apt(&["install", "-y", "-qq", "chromium"]) {
+        if apt(&["update", "-qq"]) && apt(&["install", "-y", "-qq", "chromium", "fonts-noto-cjk"]) {
             if let Some(path) = find() {
                 return path;
             }
@@ -76,7 +76,7 @@ fn chromium() -> PathBuf {
     }
     panic!(
         "the HTML browser tests need headless Chromium and none could be installed: \
-         run `apt-get update && apt-get install -y chromium` (as .ci/run does), \
+         run `apt-get update && apt-get install -y chromium fonts-noto-cjk` (as .ci/run does), \
          or point AGENTSIM_CHROMIUM at a Chromium binary"
     );
 }
@@ -463,4 +463,42 @@ fn html_replay_flag_and_explore_html_dir_write_pages() {
             path.display()
         );
     }
+}
+
+/// A busy page (a queue released too early: eight violations on close steps) marks the root
+/// cause, folds the rest under it, and its rule badges, in their own strip, cover no span's
+/// label and no other badge (the page's script measures the laid-out boxes).
+#[test]
+fn html_page_marks_the_root_cause_and_its_badges_cover_nothing_in_chromium() {
+    let dir = scratch("root-cause");
+    let loaded = load("scenarios/lab13/lab13-2-3b-tools-and-signal-across-two-runs.json");
+    let mutant = Mutant::from_name("settled-after-next-run-starts").expect("a mutant of the zoo");
+    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, mutant.subject().as_mut());
+    assert!(report.violations.len() >= 5, "a busy case: {:?}", report.violations);
+    let root = report.violations[0].rule.clone();
+    assert_eq!(root, "QUEUE-1", "the queue released too early is the root cause");
+    let page = dir.join("root-cause.html");
+    std::fs::write(&page, render_page(&loaded.scenario, &report, None)).expect("written");
+    let dom = dump_dom(&page);
+    assert_script_ran(&dom);
+    assert!(
+        dom.contains("data-badge-overlaps=\"0\""),
+        "a rule badge covers a span or another badge"
+    );
+    // The script may have added `selected` to the class of the item it opened on.
+    let item = &dom[dom.find("<li class=\"violation root").expect("a root item")..];
+    assert!(
+        item[..item.find('>').expect("the tag ends")].contains(&format!("data-rule=\"{root}\"")),
+        "the root cause leads the list"
+    );
+    assert!(
+        dom.contains(&format!("data-count=\"{}\"", report.violations.len() - 1)),
+        "the consequences are folded under the root, counted"
+    );
+    assert!(
+        dom.contains(&format!("<span class=\"vmark root\" data-rule=\"{root}\""))
+            || dom.contains(&format!("<span class=\"vmark root selected\" data-rule=\"{root}\"")),
+        "the root's badge is marked"
+    );
+    screenshot(&page, &dir.join("root-cause.png"));
 }
