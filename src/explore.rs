@@ -261,6 +261,7 @@ fn run_net_one(
         world: crate::replay::ReplayWorld::NetSeeded,
         mutant: options.mutations.name().map(str::to_string),
         implementation: subject.implementation(),
+        judging: summary.selection.flags(),
         ..ReplaySpec::new(loaded.path.clone(), StrategyKind::Random, seed)
     }
     .command();
@@ -393,12 +394,14 @@ fn run_one(
         _ => None,
     };
     let by_choices = !matches!(schedule, Schedule::Seed);
+    let judging = summary.selection.flags();
     let spec = |choices: Option<&[usize]>| -> String {
         let subject = make_subject();
         ReplaySpec {
             choices: choices.map(<[usize]>::to_vec),
             mutant: subject.mutant_name().map(str::to_string),
             implementation: subject.implementation(),
+            judging: judging.clone(),
             ..ReplaySpec::new(loaded.path.clone(), strategy, seed)
         }
         .command()

@@ -40,6 +40,9 @@ pub struct ReplaySpec {
     pub world: ReplayWorld,
     /// The adapter command and its step timeout in milliseconds.
     pub implementation: Option<(String, u64)>,
+    /// The rules that judged (`--rules ... --level ...`), when not every rule did: the
+    /// replay judges the same ones, so it shows the same root cause.
+    pub judging: Option<String>,
 }
 
 impl ReplaySpec {
@@ -53,6 +56,7 @@ impl ReplaySpec {
             mutant: None,
             world: ReplayWorld::Sim,
             implementation: None,
+            judging: None,
         }
     }
 
@@ -92,6 +96,9 @@ impl ReplaySpec {
         if let Some((command, step_timeout_ms)) = &self.implementation {
             words.extend(["--impl".into(), shell_quote(command)]);
             words.extend(["--step-timeout-ms".into(), step_timeout_ms.to_string()]);
+        }
+        if let Some(judging) = &self.judging {
+            words.push(judging.clone());
         }
         words.join(" ")
     }

@@ -2,7 +2,8 @@
 //!
 //! Exploration finds a failure as `(scenario, strategy, seed)`: replayable, but rarely minimal.
 //! Like Hypothesis, the shrinker works on the choice sequence the run took and on the scenario
-//! itself, greedily, keeping any change after which the same rule still fails:
+//! itself, greedily, keeping any change after which the same rule is still the root cause (the
+//! violation evident first, `check::cause`):
 //!
 //! 1. operations removed, latest first, and `after` conditions dropped;
 //! 2. store and sink faults removed;
@@ -84,6 +85,8 @@ pub enum ShrinkError {
 /// The failing case the shrinker works on.
 struct Case<'f> {
     rule: &'f str,
+    /// The rules that judge (`--rules`, `--level`): the root is the first of their violations.
+    selection: &'f check::Selection,
     make_subject: &'f dyn Fn() -> Box<dyn Subject>,
     runs: usize,
 }
@@ -99,10 +102,15 @@ impl Case<'_> {
         let scenario: Scenario = scenario::parse(Path::new("shrunk.json"), &text, RULE_IDS).ok()?;
         let mut subject = (self.make_subject)();
         let outcome = simulate_with(&scenario, subject.as_mut(), &mut Replay::new(choices.to_vec()), false).ok()?;
-        let violations = check::check_all(&scenario, &outcome.trace, &outcome.store);
-        violations
-            .iter()
-            .any(|violation| violation.rule == self.rule)
+        // The rule must stay the root cause (the violation evident first), not merely fail
+        // somewhere: the shrunk file is a witness of the same cause.
+        let mut violations = check::check_all(&scenario, &outcome.trace, &outcome.store);
+        violations.retain(|violation| self.selection.judges(&violation.rule));
+        if !violations.iter().any(|violation| violation.rule == self.rule) {
+            return None;
+        }
+        let ordered = check::cause::order_by_cause(&scenario, &outcome.trace, &outcome.store, violations);
+        (ordered.first().map(|violation| violation.rule.as_str()) == Some(self.rule))
             .then(|| trim(outcome.choices.iter().map(|(index, _)| *index).collect()))
     }
 }
@@ -186,6 +194,7 @@ pub fn shrink(
     loaded: &LoadedScenario,
     choices: &[usize],
     rule: &str,
+    selection: &check::Selection,
     make_subject: &dyn Fn() -> Box<dyn Subject>,
     origin: &str,
 ) -> Result<Shrunk, ShrinkError> {
@@ -210,6 +219,7 @@ pub fn shrink(
     }
     let mut case = Case {
         rule,
+        selection,
         make_subject,
         runs: 0,
     };

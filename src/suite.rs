@@ -48,6 +48,8 @@ pub struct CaseReport {
     pub divergence: Option<crate::protocol::diff::Divergence>,
     /// Set when the case ran in the networked world.
     pub net: Option<NetInfo>,
+    /// The flags of the rules that judged it, when not every rule did (`restrict`).
+    pub judging: Option<String>,
 }
 
 /// Where a scenario runs: the in-process scheduler (a scenario with a `net` block runs in the
@@ -86,6 +88,7 @@ impl CaseReport {
             choices: None,
             divergence: None,
             net: None,
+            judging: None,
         }
     }
 
@@ -111,6 +114,7 @@ impl CaseReport {
         if selection.is_all() {
             return;
         }
+        self.judging = selection.flags();
         self.violations.retain(|violation| selection.judges(&violation.rule));
         if self.verdict == Verdict::Failed && self.violations.is_empty() {
             self.verdict = Verdict::Passed;
@@ -149,6 +153,7 @@ impl CaseReport {
             mutant: self.mutant.clone(),
             world,
             implementation: self.implementation.clone(),
+            judging: self.judging.clone(),
         }
     }
 

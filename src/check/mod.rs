@@ -241,6 +241,8 @@ pub fn check_all(scenario: &Scenario, trace: &Trace, store: &[SessionEntry]) -> 
 pub struct Selection {
     /// Rule IDs, `None` for all.
     rules: Option<std::collections::BTreeSet<&'static str>>,
+    /// `--rules` as given (areas and IDs, normalized to upper case), for replay commands.
+    spelled: Option<String>,
     level: Option<Level>,
 }
 
@@ -276,8 +278,15 @@ impl Selection {
         if rules.is_empty() {
             return Err("name at least one rule ID or area".into());
         }
+        let spelled: Vec<String> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_ascii_uppercase)
+            .collect();
         Ok(Selection {
             rules: Some(rules),
+            spelled: Some(spelled.join(",")),
             level: None,
         })
     }
@@ -307,6 +316,18 @@ impl Selection {
     /// The catalogue's rules this selection judges.
     pub fn rules(&self) -> impl Iterator<Item = &'static Rule> + '_ {
         catalogue().iter().filter(|rule| self.judges(rule.id))
+    }
+
+    /// The flags that select the same rules (`--rules POISON --level must`); `None` for all.
+    pub fn flags(&self) -> Option<String> {
+        let mut words = Vec::new();
+        if let Some(spelled) = &self.spelled {
+            words.push(format!("--rules {spelled}"));
+        }
+        if let Some(level) = self.level {
+            words.push(format!("--level {}", level.word().to_ascii_lowercase()));
+        }
+        (!words.is_empty()).then(|| words.join(" "))
     }
 
     /// For reports: `every rule`, or what was selected.

@@ -183,8 +183,8 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         eprintln!("agentsim: --world net runs the core switches only; a seam mutant decorates the in-process scheduler's subject");
         return EXIT_BAD_INPUT;
     }
-    if args.shrink_to.is_some() && (args.implementation.is_some() || args.world == WorldKind::Net) {
-        eprintln!("agentsim: --shrink-to shrinks in-process schedules only (no --impl, no --world net)");
+    if args.shrink_to.is_some() && args.world == WorldKind::Net {
+        eprintln!("agentsim: --shrink-to shrinks choice sequences; the networked world's schedules are turmoil's (no --world net)");
         return EXIT_BAD_INPUT;
     }
     if mutant.is_some() && args.implementation.is_some() {
@@ -576,12 +576,13 @@ fn shrink_failures(
         if shrunk_scenarios.len() >= SHRINKS_MAX || shrunk_scenarios.contains(&failure.scenario.as_str()) {
             continue;
         }
+        // The root cause, when it is a catalogue rule's (violations come root first).
         let (Some(choices), Some(violation)) = (
             &failure.choices,
             failure
                 .violations
-                .iter()
-                .find(|violation| crate::check::RULE_IDS.contains(&violation.rule.as_str())),
+                .first()
+                .filter(|violation| crate::check::RULE_IDS.contains(&violation.rule.as_str())),
         ) else {
             continue;
         };
@@ -589,7 +590,14 @@ fn shrink_failures(
             continue;
         };
         shrunk_scenarios.push(&failure.scenario);
-        let shrunk = match crate::shrink::shrink(loaded, choices, &violation.rule, factory, &failure.origin) {
+        let shrunk = match crate::shrink::shrink(
+            loaded,
+            choices,
+            &violation.rule,
+            &summary.selection,
+            factory,
+            &failure.origin,
+        ) {
             Ok(shrunk) => shrunk,
             Err(error) => {
                 println!("shrink {}: {error}", failure.scenario);
@@ -602,8 +610,11 @@ fn shrink_failures(
             eprintln!("agentsim: {}: {error}", file.display());
             return Err(EXIT_BAD_INPUT);
         }
+        let subject = factory();
         let replay = crate::replay::ReplaySpec {
-            mutant: factory().mutant_name().map(str::to_string),
+            mutant: subject.mutant_name().map(str::to_string),
+            implementation: subject.implementation(),
+            judging: summary.selection.flags(),
             ..crate::replay::ReplaySpec::new(file.clone(), StrategyKind::Scripted, 0)
         };
         println!(

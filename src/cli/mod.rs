@@ -148,6 +148,8 @@ enum Command {
         /// violations; with `--impl`, the divergence from the reference).
         #[arg(long, value_name = "OUT.html")]
         html: Option<PathBuf>,
+        #[command(flatten)]
+        judging: Judging,
     },
 }
 
@@ -316,6 +318,7 @@ pub fn main() -> ExitCode {
             crash_at_step,
             sync,
             html,
+            judging,
         } => replay(
             file,
             ReplayOptions {
@@ -328,6 +331,7 @@ pub fn main() -> ExitCode {
                 world,
                 crash: crash_at_step.map(|step| (step, sync)),
                 html,
+                selection: judging.selection(),
             },
         ),
     };
@@ -375,6 +379,8 @@ struct ReplayOptions {
     crash: Option<(u64, crate::store::SyncPolicy)>,
     /// `--html OUT.html`.
     html: Option<PathBuf>,
+    /// `--rules`, `--level`.
+    selection: crate::check::Selection,
 }
 
 fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
@@ -388,6 +394,7 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         world,
         crash,
         html,
+        selection,
     } = options;
     if file.is_dir() {
         eprintln!(
@@ -474,6 +481,8 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
             None => suite::run_case(loaded, strategy, seed, subject(mutant).as_mut()),
         },
     };
+    let mut case = case;
+    case.restrict(&selection);
     if let (Some(Choices(given)), Some(outcome)) = (&choices, &case.outcome) {
         if let Some(problem) = choices_problem(given, &outcome.choices) {
             eprintln!("agentsim: --choices {}: {problem}", render_choices(given));

@@ -45,8 +45,15 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             .map(|(index, _)| *index)
             .collect();
         let make_subject = || -> Box<dyn Subject> { mutant.subject() };
-        let shrunk = agentsim::shrink::shrink(loaded, &choices, &kill.rule, &make_subject, "the test")
-            .unwrap_or_else(|error| panic!("{}: {error}", mutant.name()));
+        let shrunk = agentsim::shrink::shrink(
+            loaded,
+            &choices,
+            &kill.rule,
+            &agentsim::check::Selection::all(),
+            &make_subject,
+            "the test",
+        )
+        .unwrap_or_else(|error| panic!("{}: {error}", mutant.name()));
         assert!(
             shrunk.after.operations <= shrunk.before.operations && shrunk.after.faults <= shrunk.before.faults,
             "{}: shrunk to {} from {}",
@@ -139,4 +146,24 @@ fn every_rule_holds_whatever_the_observers_latency() {
         }
     }
     assert!(runs > 2_000, "{runs}");
+}
+
+/// The regression shrunk from real Pi (`explore --impl ... --rules POISON --shrink-to`) is an
+/// ordinary scenario with its schedule pinned that the reference passes; .ci/run replays it on
+/// Pi, where POISON-2 is its root cause.
+#[test]
+fn the_regression_shrunk_from_pi_passes_on_the_reference() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/regressions/pi/failed-append-keeps-running.POISON-2.json");
+    let corpus = load_corpus(&[path]).expect("the shrunk file loads");
+    let loaded = &corpus[0];
+    assert_eq!(loaded.scenario.rules, vec!["POISON-2".to_string()]);
+    assert!(loaded.scenario.schedule.is_some(), "its schedule is pinned");
+    let case = agentsim::suite::run_case(
+        loaded,
+        agentsim::sim::StrategyKind::Scripted,
+        0,
+        &mut agentsim::sim::reference::ReferenceSubject::new(),
+    );
+    assert_eq!(case.verdict, Verdict::Passed, "{:?}", case.violations);
 }
