@@ -32,19 +32,21 @@ pub fn persist_1(timeline: &Timeline<'_>) -> Vec<Violation> {
         .cloned()
         .collect();
     for (info, appends) in appending_ops(timeline) {
-        let first = appends[0];
+        // The run's messages: a metadata entry a runtime writes of its own (a thinking-level
+        // or model change) is no message of the transcript and repeats no history.
         let text = info.operation.text().unwrap_or_default();
-        let is_own_user = matches!(first.entry.as_message(), Some(Message::User(_)))
-            && first.entry.as_message().is_some_and(|message| message.text() == text);
-        if !is_own_user {
-            violations.push(Violation::new(
-                "PERSIST-1",
-                &[first.line],
-                format!(
-                    "{}'s first appended entry is not its own user message {text:?}",
-                    info.op
-                ),
-            ));
+        if let Some(first) = appends.iter().find(|append| append.entry.as_message().is_some()) {
+            let is_own_user = matches!(first.entry.as_message(), Some(Message::User(user)) if Message::User(user.clone()).text() == text);
+            if !is_own_user {
+                violations.push(Violation::new(
+                    "PERSIST-1",
+                    &[first.line],
+                    format!(
+                        "{}'s first appended message is not its own user message {text:?}",
+                        info.op
+                    ),
+                ));
+            }
         }
         for append in &appends {
             if let Some(message) = append.entry.as_message() {

@@ -167,8 +167,8 @@ pub(crate) fn root_cause_text(failing: &[Failing<'_>], unit: &str) -> String {
     }
     let findings = findings(failing);
     text.push_str(&format!(
-        "findings ({} failing {unit}s grouped by root rule and first divergence): {}\n",
-        failing.len(),
+        "findings ({} grouped by root rule and first divergence): {}\n",
+        plural(failing.len(), &format!("failing {unit}")),
         findings.len()
     ));
     for finding in &findings {
@@ -199,8 +199,10 @@ pub(crate) fn root_cause_text(failing: &[Failing<'_>], unit: &str) -> String {
         if let Some(divergence) = finding.example.divergence {
             text.push_str(&format!("      {}\n", divergence.summary()));
         }
+        let scenarios = if distinct.len() == 1 { "scenario" } else { "scenarios" };
         text.push_str(&format!(
-            "      {}{}\n",
+            "      in {} {scenarios}: {}{}\n",
+            distinct.len(),
             names.join(", "),
             if more > 0 {
                 format!(" and {more} more")
