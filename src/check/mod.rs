@@ -74,7 +74,7 @@ pub(crate) fn parent_name(parent: Option<&str>) -> String {
 
 /// `a user`, `an assistant`, `a toolResult`: a message role with its article.
 pub(crate) fn a_role(role: &str) -> String {
-    let article = if role.starts_with(['a', 'e', 'i', 'o', 'u']) {
+    let article = if role.starts_with(['a', 'e', 'i', 'o']) {
         "an"
     } else {
         "a"

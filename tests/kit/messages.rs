@@ -171,6 +171,7 @@ fn the_checks_catch_what_they_claim_to() {
     assert!(problems(r#"entry `a` has parent Some("b")"#).contains(&"a Rust Option printed with {:?}"));
     assert!(problems("op#1 appended 1 assistant messages").contains(&"a count of one with a plural noun"));
     assert!(problems("told of a assistant").contains(&"`a` before a vowel"));
+    assert!(problems("appends an user message").contains(&"`an` before a consonant sound"));
     assert!(problems("succeeded before the store accepted all of its 0 entries").len() == 1);
     assert!(problems("op#1 appended 1 assistant message, but its run received 2 model responses").is_empty());
     assert_eq!(
