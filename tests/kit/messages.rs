@@ -106,6 +106,12 @@ fn problems(message: &str) -> Vec<&'static str> {
         {
             found.push("`a` before a vowel");
         }
+        let consonant = words
+            .get(index + 1)
+            .is_some_and(|next| next.starts_with(['u', 't', 'm', 'p', 's', 'c', 'd', 'f']));
+        if *word == "an" && consonant {
+            found.push("`an` before a consonant sound");
+        }
     }
     if message.contains("of its 0 ") || message.contains("all of its 0") {
         found.push("a count of nothing where something was expected");
