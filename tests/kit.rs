@@ -17,6 +17,8 @@ mod bad_input;
 mod binary;
 #[path = "kit/bite.rs"]
 mod bite;
+#[path = "kit/cause.rs"]
+mod cause;
 #[path = "kit/check_session.rs"]
 mod check_session;
 #[path = "kit/ci_doc.rs"]

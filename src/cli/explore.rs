@@ -356,10 +356,15 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
         text.push_str(&format!("judged by {}\n", summary.selection.describe()));
     }
     if summary.not_applicable > 0 {
+        let scenarios = summary.not_applicable_scenarios.len();
         text.push_str(&format!(
-            "{} schedules not applicable, of {} scenarios:\n",
-            summary.not_applicable,
-            summary.not_applicable_scenarios.len()
+            "{} not applicable, of {scenarios} {}:\n",
+            if summary.not_applicable == 1 {
+                "1 schedule".to_string()
+            } else {
+                format!("{} schedules", summary.not_applicable)
+            },
+            if scenarios == 1 { "scenario" } else { "scenarios" }
         ));
         for (scenario, reason) in &summary.not_applicable_scenarios {
             text.push_str(&format!("n/a    {scenario}: {reason}\n"));

@@ -1205,3 +1205,33 @@ fn hostile_malformed_settlement_names_the_operation_path_and_trace_line() {
         )],
     );
 }
+
+/// `explore` counts the schedules of a scenario the adapter cannot run and names the scenario
+/// and the reason; they change no exit code.
+#[test]
+fn explore_counts_not_applicable_schedules_with_their_reason() {
+    let explore = agentsim(
+        &[
+            "explore",
+            "--impl",
+            "tests/fixtures/adapters/no-library.sh",
+            "--strategy",
+            "random",
+            "--seeds",
+            "3",
+            "--threads",
+            "1",
+            "tests/fixtures/protocol/library.json",
+        ],
+        &[],
+    );
+    assert_eq!(explore.code, 0, "{}{}", explore.stdout, explore.stderr);
+    assert!(
+        explore.stdout.contains(
+            "3 schedules not applicable, of 1 scenario:\nn/a    library: `library` is unsupported: this runtime has no library adapter\n"
+        ),
+        "{}",
+        explore.stdout
+    );
+    assert!(explore.stdout.ends_with("0 passed, 0 failed\n"), "{}", explore.stdout);
+}
