@@ -54,6 +54,7 @@ pub mod cli;
 pub mod deviations;
 pub mod explore;
 pub mod html;
+pub mod limits;
 pub mod model;
 pub mod net;
 pub mod protocol;

@@ -1,19 +1,6 @@
-//! The fault model: which faults the world can inject, and what a correct runtime must do.
-//!
-//! | fault (scenario `faults`)        | what happens                         | a correct runtime     |
-//! |----------------------------------|--------------------------------------|-----------------------|
-//! | append `reject`                  | the entry is not stored; error       | poisons with the cause; rejects the prompt, the queued and every later prompt/flush with it; no further model or store effect; no retry |
-//! | append `appliedThenFail`         | the entry IS stored; error reported (ack lost) | the same as reject: it cannot know, so it must not retry; the stored tree stays valid |
-//! | append `late`                    | stored; the answer is held until `until` holds | keeps the leaf where it was until the answer; resolves nothing early |
-//! | write error (output sink)        | a mode's output fails after the store committed | returns the sink's error unchanged; no rollback |
-//! | model `error` step               | the response has stopReason `error`  | ends the run with reason `error`; persists the suffix |
-//! | model tool call, unknown or bad arguments | - | an error tool result; the core tool does not run |
-//! | tool `throw`                     | the tool throws                      | an error tool result; the run goes on |
-//! | tool `hang`                      | finishes only when its signal fires  | abort reaches it through the run's one signal |
-//! | hook `deny` / `throw` (before)   | the call is blocked                  | an error tool result; the core tool does not run |
-//! | broken session tree              | duplicate id, missing parent, cycle  | restore rejects with a diagnostic |
-//!
-//! This module holds the store and output fakes that apply the plan.
+//! The store and output fakes that play a scenario's fault plan. The fault model (which faults
+//! exist and what a correct runtime must do under each) is written beside the plan's types,
+//! in `scenario::fault`.
 
 use crate::model::SessionEntry;
 use crate::runtime::Cause;

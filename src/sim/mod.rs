@@ -251,9 +251,6 @@ pub struct RunOutcome {
     pub choices: Vec<(usize, usize)>,
 }
 
-/// Steps after which a run is cut off (a subject that loops forever).
-pub const STEPS_MAX: usize = 20_000;
-
 #[derive(Debug, Clone)]
 enum PendingKind {
     Model {
@@ -403,7 +400,7 @@ pub fn simulate_with(
     let mut choices = Vec::new();
     loop {
         sim.enabled(&mut choices);
-        if choices.is_empty() || choices_taken.len() >= STEPS_MAX {
+        if choices.is_empty() || choices_taken.len() >= crate::limits::SCHEDULE_STEPS_MAX {
             break;
         }
         let index = strategy.pick(&choices);

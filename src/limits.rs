@@ -1,0 +1,43 @@
+//! Every bound the kit puts on its input, in one place, so that no number in a scenario file or
+//! a flag can make it allocate or wait in proportion to it.
+//!
+//! The scenario limits are checked when a scenario is loaded (bad input, exit 2, naming the
+//! field); `src/scenario/mod.rs`'s documentation lists them as a table. The scheduler's bound on
+//! the steps of one run is here too: a pinned `schedule` may not be longer.
+
+pub const FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
+/// `session`: initial entries.
+pub const SESSION_ENTRIES_MAX: usize = 10_000;
+/// `model`: scripted responses.
+pub const MODEL_STEPS_MAX: usize = 10_000;
+/// `model[i].toolCalls`: calls in one response.
+pub const TOOL_CALLS_PER_STEP_MAX: usize = 1_000;
+/// `model[i].chunks`: streamed pieces of one response (one string each).
+pub const CHUNKS_MAX: u32 = 1_000;
+/// `operations`.
+pub const OPERATIONS_MAX: usize = 10_000;
+/// `extensions`, `observers`, `tools`.
+pub const EXTENSIONS_MAX: usize = 1_000;
+/// `observers[i].answers`.
+pub const OBSERVER_ANSWERS_MAX: usize = 100_000;
+pub const TOOLS_MAX: usize = 1_000;
+/// `config.maxSteps`: model requests per prompt.
+pub const REQUESTS_PER_PROMPT_MAX: u32 = 1_000;
+/// `config.ids.start`.
+pub const IDS_START_MAX: u64 = 1_000_000_000_000;
+/// `config.clock.startMs` (2100-01-01T00:00:00Z) and `config.clock.stepMs` (one day).
+pub const CLOCK_START_MS_MAX: u64 = 4_102_444_800_000;
+pub const CLOCK_STEP_MS_MAX: u64 = 86_400_000;
+/// `config.context.total`, `reservedOutput`, `safetyMargin` (tokens).
+pub const CONTEXT_TOKENS_MAX: u64 = 1_000_000_000_000;
+/// `faults.appends[i].at`, `faults.writes[i].at`: the 1-based append or write counted.
+pub const FAULT_AT_MAX: u32 = 1_000_000;
+/// `net.latencyMinMs`, `net.latencyMaxMs`.
+pub const NET_LATENCY_MS_MAX: u64 = 60_000;
+/// `net.storeTimeoutMs`, `net.modelTimeoutMs`, and `atMs`, `delayMs`, `forMs` of a net
+/// fault: one hour of simulated time.
+pub const NET_TIME_MS_MAX: u64 = 3_600_000;
+
+/// Steps after which the scheduler cuts a run off (a subject that loops forever); a scenario's
+/// pinned `schedule` may be at most this long.
+pub const SCHEDULE_STEPS_MAX: usize = 20_000;
