@@ -21,4 +21,4 @@ pub use message::{
 };
 pub use path::{path_to, PathError};
 pub use resources::{format_resource_context, merge_system_prompt, Instruction, Resources, Skill};
-pub use tools::{validate_arguments, ToolRegistry, ToolSpec};
+pub use tools::{json_kind, validate_arguments, ToolRegistry, ToolSpec};

@@ -151,7 +151,7 @@ fn check_type(expected_type: &Value, value: &Value, path: &str) -> Result<(), St
     Err(format!(
         "{path}: expected {}, got {}",
         type_names.join(" or "),
-        kind_of(value)
+        json_kind(value)
     ))
 }
 
@@ -180,7 +180,8 @@ fn is_integer(value: &Value) -> bool {
 }
 
 /// The JSON kind of a value, as named in error messages.
-fn kind_of(value: &Value) -> &'static str {
+/// The JSON type of a value, as messages name it (`string`, `array`, ...).
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

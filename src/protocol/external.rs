@@ -23,10 +23,10 @@ use crate::runtime::{Cause, Effect, EffectId, Input, OpId, SignalId};
 use crate::scenario::Scenario;
 use crate::sim::{Restored, Subject, SubjectFailure};
 
+use super::convert::{effect_from_wire, input_to_wire, settlement_from_wire};
 use super::process::{AdapterProcess, ExitState, Next};
 use super::wire::{
-    effect_from_wire, input_to_wire, parse_adapter_line, settlement_from_wire, to_line, AdapterMessage, Hello,
-    KitMessage, LineError, StartScenario, LINE_BYTES_MAX,
+    parse_adapter_line, to_line, AdapterMessage, Hello, KitMessage, LineError, StartScenario, LINE_BYTES_MAX,
 };
 
 /// The default bound on every wait (`--step-timeout-ms`).

@@ -15,6 +15,7 @@
 //!
 //! Nothing here judges a trace (that is `check`'s) or chooses a schedule (that is `sim`'s).
 
+pub mod convert;
 pub mod diff;
 pub mod external;
 pub mod process;

@@ -17,9 +17,10 @@ use std::io::{BufRead, Write};
 use crate::model::{ContextBudget, ToolRegistry};
 use crate::runtime::{Mutation, Mutations, Runtime, RuntimeConfig, RuntimeDeps};
 
+use super::convert::{effect_to_wire, input_from_wire};
 use super::wire::{
-    effect_to_wire, input_from_wire, parse_kit_line, to_line, AdapterMessage, Hello, Implementation, KitMessage,
-    StartScenario, WireCause, PROTOCOL_VERSION,
+    parse_kit_line, to_line, AdapterMessage, Hello, Implementation, KitMessage, StartScenario, WireCause,
+    PROTOCOL_VERSION,
 };
 
 /// The name `serve` gives in `hello`.
