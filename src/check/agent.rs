@@ -22,7 +22,7 @@ fn has_user_text(request: &RequestInfo, text: &str) -> bool {
         .any(|message| matches!(message, Message::User(_)) && message.text() == text)
 }
 
-pub fn agent_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
     let steps_max = timeline.scenario.config.max_steps.max(1) as usize;
     let mut violations = Vec::new();
     for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
@@ -81,7 +81,7 @@ fn lost_by_run(rule: &str, timeline: &Timeline<'_>, info: &OpInfo<'_>, text: &st
     })
 }
 
-pub fn agent_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn steer_joins_the_next_request(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter() {
         let Operation::Steer { text } = &info.operation else {
@@ -102,7 +102,7 @@ pub fn agent_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn agent_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter() {
         let Operation::FollowUp { text } = &info.operation else {
@@ -162,7 +162,7 @@ pub fn agent_3(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn agent_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn aborted_run_stops(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (line, signal) in &timeline.aborts {
         for request in timeline
@@ -271,7 +271,7 @@ fn is_subject_output(event: &Event) -> bool {
     )
 }
 
-pub fn agent_8(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn abort_fires_the_run_signal(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for abort in timeline
         .ops
@@ -330,7 +330,7 @@ pub fn agent_8(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn agent_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn tool_calls_run_in_order_once(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let Some((response_line, response)) = &request.response else {
@@ -400,7 +400,7 @@ pub fn agent_5(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn agent_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn error_stop_reason_ends_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let Some((response_line, response)) = &request.response else {
@@ -447,7 +447,7 @@ pub fn agent_6(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn agent_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn control_calls_settle_at_once(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter().filter(|info| {
         matches!(

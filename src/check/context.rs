@@ -5,7 +5,7 @@ use crate::model::{estimate_message_tokens, estimate_text_tokens, EntryBody, Mes
 use super::timeline::Timeline;
 use super::Violation;
 
-pub fn context_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn fixed_costs_first_and_budget_used(timeline: &Timeline<'_>) -> Vec<Violation> {
     let budget = timeline.scenario.config.context;
     let mut violations = Vec::new();
     for request in &timeline.requests {
@@ -47,7 +47,7 @@ pub fn context_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn context_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn tool_call_never_split_from_result(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         for (index, message) in request.messages.iter().enumerate() {
@@ -97,7 +97,7 @@ fn latest_compaction_summary(path: &[crate::model::SessionEntry]) -> Option<(Str
     })
 }
 
-pub fn context_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn compaction_is_respected(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let Some(path) = timeline.active_path_at(request.line) else {

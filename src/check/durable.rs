@@ -37,7 +37,7 @@ fn syncs_every_append(timeline: &Timeline<'_>) -> bool {
 }
 
 /// DURABLE-1: with sync on, no acknowledged entry is lost, whatever crashed.
-pub fn durable_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn acknowledged_entries_survive(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((line, _, stored, _)) = reopened(timeline) else {
         return Vec::new();
     };
@@ -64,7 +64,7 @@ pub fn durable_1(timeline: &Timeline<'_>) -> Vec<Violation> {
 
 /// DURABLE-2: a new runtime restored from the file at the last acknowledged leaf gets exactly
 /// the acknowledged chain.
-pub fn durable_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn nothing_below_an_unknown_fate(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((line, leaf, _, outcome)) = reopened(timeline) else {
         return Vec::new();
     };
@@ -102,7 +102,7 @@ pub fn durable_2(timeline: &Timeline<'_>) -> Vec<Violation> {
 /// DURABLE-3: an append whose answer was lost poisons the runtime with that cause and nothing is
 /// appended after it. (That the file read back is still a valid tree is POISON-5, which in the
 /// networked world judges the file.)
-pub fn durable_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn reopened_session_is_the_acknowledged_one(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for append in &timeline.appends {
         let Some((answered, AppendAnswer::Lost { cause })) = append.answer else {
@@ -141,7 +141,7 @@ pub fn durable_3(timeline: &Timeline<'_>) -> Vec<Violation> {
 
 /// DURABLE-4: the file stays readable across crashes: a torn last line is excluded when the
 /// store reopens it, never merged with the next append, and the file read back parses.
-pub fn durable_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn torn_tail_is_cut_off(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((line, _, _, outcome)) = reopened(timeline) else {
         return Vec::new();
     };

@@ -31,7 +31,7 @@ fn accepted_before<'t>(timeline: &'t Timeline<'_>, line: usize) -> Vec<&'t OpInf
         .collect()
 }
 
-pub fn life_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn flush_waits_for_accepted_work(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for flush in ops_of(timeline, "flush") {
         let Some((settled, _)) = &flush.settled else { continue };
@@ -51,7 +51,7 @@ pub fn life_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn life_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn flush_creates_no_work(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let prompts = timeline.ops.iter().filter(|info| is_valid_prompt(info)).count();
     let mut signals: Vec<_> = timeline.requests.iter().map(|request| request.signal).collect();
@@ -86,7 +86,7 @@ pub fn life_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn life_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn flush_reports_poison(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for flush in ops_of(timeline, "flush") {
         let Some((settled, settlement)) = &flush.settled else {
@@ -119,7 +119,7 @@ pub fn life_3(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn life_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn dispose_closes_the_entry_at_once(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some(first_dispose) = ops_of(timeline, "dispose").first().map(|info| info.delivered) else {
         return Vec::new();
     };
@@ -173,7 +173,7 @@ pub fn life_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn life_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn dispose_waits_for_accepted_work(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some(dispose) = ops_of(timeline, "dispose").into_iter().next() else {
         return Vec::new();
     };
@@ -215,7 +215,7 @@ pub fn life_5(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn life_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn repeated_dispose_same_outcome(timeline: &Timeline<'_>) -> Vec<Violation> {
     let disposes = ops_of(timeline, "dispose");
     let Some(first) = disposes.first() else {
         return Vec::new();
@@ -256,7 +256,7 @@ pub fn life_6(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn life_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn every_operation_settles(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((end, pending)) = &timeline.end else {
         return Vec::new();
     };

@@ -32,7 +32,7 @@ fn last_assistant_text(messages: &[Message]) -> Option<String> {
         .map(|assistant| assistant.text())
 }
 
-pub fn mode_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn modes_encode_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, mode) in mode_ops(timeline) {
         let Some(write) = timeline.writes.iter().find(|write| write.op == Some(info.op)) else {
@@ -141,7 +141,7 @@ fn json_problem(text: &str, appended: &[Message], expected_json: &JsonExpected) 
     None
 }
 
-pub fn mode_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn mode_prompts_and_writes_once(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, mode) in mode_ops(timeline) {
         if !known(mode) {
@@ -211,7 +211,7 @@ pub fn mode_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn mode_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn unknown_mode_fails_before_prompt(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, mode) in mode_ops(timeline) {
         if known(mode) {
@@ -236,7 +236,7 @@ pub fn mode_3(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn mode_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn output_error_returned_unchanged(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for write in &timeline.writes {
         let Some((answered, Some(cause))) = &write.answer else {
@@ -275,7 +275,7 @@ pub fn mode_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn mode_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline
         .ops
@@ -348,7 +348,7 @@ pub fn mode_5(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn mode_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn mode_settles_after_its_write(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, _) in mode_ops(timeline) {
         let Some((settled, _)) = info.settled else { continue };

@@ -35,7 +35,7 @@ fn appended_messages<'t>(timeline: &'t Timeline<'_>) -> Vec<(Line, &'t Message)>
 /// OBSERVE-1: for each observer of `message_end`, the appended messages, in order, are a
 /// prefix of the messages it was told of, in order: nothing is stored that it was not told of,
 /// and what it was told is what is stored.
-pub fn observe_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn observers_see_what_is_stored(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let appended = appended_messages(timeline);
     for observer in subscribers(timeline, AgentEventKind::MessageEnd) {
@@ -100,7 +100,7 @@ fn runs(timeline: &Timeline<'_>) -> usize {
 
 /// OBSERVE-2: when nothing is left pending, each observer of `agent_end` was told of exactly
 /// one end per run, and each end carries the run's messages, starting with its prompt.
-pub fn observe_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn every_run_end_told_once(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let Some((end_line, pending)) = timeline.end else {
         return violations;
@@ -150,7 +150,7 @@ pub fn observe_2(timeline: &Timeline<'_>) -> Vec<Violation> {
 
 /// OBSERVE-3: an observer's failure is contained: no operation is rejected with the error an
 /// observer threw.
-pub fn observe_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn observer_failure_is_contained(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let thrown: Vec<(Line, &str, &str)> = timeline
         .notifications
@@ -202,7 +202,7 @@ fn issued(event: &Event) -> bool {
 /// OBSERVE-4: an observer's answer sets nothing in motion: the runtime's reaction to a
 /// notification's answer holds no store write, model request, tool call, hook, output or
 /// settlement (telling the next observer is allowed).
-pub fn observe_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn nothing_waits_for_an_observer(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in &timeline.notifications {
         let Some((answered, _)) = info.answer else {

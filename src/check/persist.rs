@@ -22,7 +22,7 @@ fn appending_ops<'t>(
         .collect()
 }
 
-pub fn persist_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut earlier: Vec<Message> = timeline
         .scenario
@@ -68,7 +68,7 @@ pub fn persist_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn persist_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn entries_form_a_parent_chain(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, appends) in appending_ops(timeline) {
         let expected_first = timeline.leaf_at(appends[0].line);
@@ -102,7 +102,7 @@ pub fn persist_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn persist_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn one_append_at_a_time(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (index, append) in timeline.appends.iter().enumerate() {
         for earlier in &timeline.appends[..index] {
@@ -122,7 +122,7 @@ pub fn persist_3(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn persist_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn entry_ids_come_from_create_id(timeline: &Timeline<'_>) -> Vec<Violation> {
     let ids = &timeline.scenario.config.ids;
     let mut violations = Vec::new();
     // The rule's index of the last id appended, and where.
@@ -170,7 +170,7 @@ pub fn persist_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn persist_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn leaf_advances_only_after_acceptance(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let restored: Vec<&str> = timeline
         .initial_path
@@ -219,7 +219,7 @@ pub fn persist_5(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn persist_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn prompt_resolves_after_its_last_append(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
         // The moment the caller learns of success: a resolved settlement, or a mode's write.
@@ -277,7 +277,7 @@ pub fn persist_6(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn persist_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn appends_start_after_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, appends) in appending_ops(timeline) {
         let requests = timeline.requests_of(info.op);
@@ -338,7 +338,7 @@ fn parse_iso_ms(text: &str) -> Option<u64> {
     u64::try_from(ms).ok()
 }
 
-pub fn persist_8(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation> {
     let clock = &timeline.scenario.config.clock;
     let mut violations = Vec::new();
     let mut previous: Option<(usize, u64)> = None;

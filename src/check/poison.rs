@@ -8,7 +8,7 @@ use crate::trace::{Event, Operation};
 use super::timeline::Timeline;
 use super::Violation;
 
-pub fn poison_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn failing_prompt_rejects_with_the_cause(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((line, cause, append)) = timeline.first_failure() else {
         return Vec::new();
     };
@@ -30,7 +30,7 @@ pub fn poison_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     }
 }
 
-pub fn poison_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn nothing_runs_after_a_failed_append(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((failed_at, cause, _)) = timeline.first_failure() else {
         return Vec::new();
     };
@@ -53,7 +53,7 @@ pub fn poison_2(timeline: &Timeline<'_>) -> Vec<Violation> {
         .collect()
 }
 
-pub fn poison_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn queued_prompts_reject_with_the_cause(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((failed_at, cause, append)) = timeline.first_failure() else {
         return Vec::new();
     };
@@ -88,7 +88,7 @@ fn is_unknown_mode(operation: &Operation) -> bool {
     matches!(operation, Operation::Mode { mode, .. } if !matches!(mode.as_str(), "interactive" | "print" | "json"))
 }
 
-pub fn poison_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn later_calls_reject_with_the_cause(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some((failed_at, cause, _)) = timeline.first_failure() else {
         return Vec::new();
     };
@@ -116,7 +116,7 @@ pub fn poison_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn poison_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
     // Judge only what the runtime added: a broken initial session is RESTORE/PATH's business.
     let mut violations = Vec::new();
     let end = timeline

@@ -57,7 +57,7 @@ pub fn expected_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<
     Some(projected.messages)
 }
 
-pub fn project_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let Some(expected) = expected_request_messages(timeline, request) else {
@@ -80,7 +80,7 @@ pub fn project_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn project_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn request_carries_the_merged_system_prompt(timeline: &Timeline<'_>) -> Vec<Violation> {
     let expected = expected_system_prompt(timeline);
     timeline
         .requests
@@ -100,7 +100,7 @@ pub fn project_2(timeline: &Timeline<'_>) -> Vec<Violation> {
         .collect()
 }
 
-pub fn project_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn temporary_entries_are_never_stored(timeline: &Timeline<'_>) -> Vec<Violation> {
     timeline
         .appends
         .iter()
@@ -115,7 +115,7 @@ pub fn project_3(timeline: &Timeline<'_>) -> Vec<Violation> {
         .collect()
 }
 
-pub fn project_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn request_carries_the_registry_tools(timeline: &Timeline<'_>) -> Vec<Violation> {
     let expected: Vec<crate::model::ToolSpec> = timeline.scenario.tools.iter().map(|tool| tool.spec()).collect();
     let names = |tools: &[crate::model::ToolSpec]| -> String {
         tools
@@ -153,7 +153,7 @@ pub fn project_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn project_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn one_signal_per_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut signal_of_op: BTreeMap<OpId, SignalId> = BTreeMap::new();
     let mut op_of_signal: BTreeMap<SignalId, OpId> = BTreeMap::new();
@@ -203,7 +203,7 @@ pub fn operation_running_at(timeline: &Timeline<'_>, line: usize) -> Option<OpId
         .map(|info| info.op)
 }
 
-pub fn project_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn projection_never_fails_a_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
         let responses: Vec<&crate::model::AssistantMessage> = timeline
@@ -231,7 +231,7 @@ pub fn project_6(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn project_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn persisted_count_in_range(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let repeated = request

@@ -8,7 +8,7 @@ use crate::runtime::{OpValue, Settlement, SignalId};
 use super::timeline::Timeline;
 use super::Violation;
 
-pub fn queue_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = started_before_previous_finished(timeline);
     // Runs are the spans of their signals' use; two spans may not overlap.
     let mut spans: BTreeMap<SignalId, (usize, usize)> = BTreeMap::new();
@@ -124,7 +124,7 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn queue_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
         let succeeded = matches!(

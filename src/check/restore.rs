@@ -32,7 +32,7 @@ fn expect_rejected(rule: &str, timeline: &Timeline<'_>, code: Option<&str>, why:
     }
 }
 
-pub fn restore_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn empty_session_null_leaf_restores_empty(timeline: &Timeline<'_>) -> Vec<Violation> {
     if !session_is_empty(timeline) || leaf(timeline).is_some() {
         return Vec::new();
     }
@@ -51,7 +51,7 @@ pub fn restore_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     }
 }
 
-pub fn restore_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn empty_session_with_leaf_is_rejected(timeline: &Timeline<'_>) -> Vec<Violation> {
     if !session_is_empty(timeline) || leaf(timeline).is_none() {
         return Vec::new();
     }
@@ -65,7 +65,7 @@ pub fn restore_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn restore_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn non_empty_session_needs_a_leaf(timeline: &Timeline<'_>) -> Vec<Violation> {
     if session_is_empty(timeline) || leaf(timeline).is_some() {
         return Vec::new();
     }
@@ -77,7 +77,7 @@ pub fn restore_3(timeline: &Timeline<'_>) -> Vec<Violation> {
     )
 }
 
-pub fn restore_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some(leaf) = leaf(timeline) else { return Vec::new() };
     let Ok(path) = path_to(&timeline.scenario.session, leaf) else {
         return Vec::new();
@@ -126,7 +126,7 @@ pub fn restore_4(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn restore_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn restore_issues_no_effect(timeline: &Timeline<'_>) -> Vec<Violation> {
     let first_delivery = timeline
         .ops
         .first()
@@ -176,7 +176,7 @@ fn path_rule(rule: &str, timeline: &Timeline<'_>, matches: fn(&PathError) -> boo
     }
 }
 
-pub fn path_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn unknown_leaf_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
     if session_is_empty(timeline) {
         return Vec::new();
     }
@@ -185,18 +185,18 @@ pub fn path_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     })
 }
 
-pub fn path_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn duplicate_id_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
     path_rule("PATH-2", timeline, |error| {
         matches!(error, PathError::DuplicateId { .. })
     })
 }
 
-pub fn path_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn missing_parent_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
     path_rule("PATH-3", timeline, |error| {
         matches!(error, PathError::MissingParent { .. })
     })
 }
 
-pub fn path_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn cycle_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
     path_rule("PATH-4", timeline, |error| matches!(error, PathError::Cycle { .. }))
 }

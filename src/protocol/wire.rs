@@ -579,9 +579,9 @@ pub fn parse_kit_line(line: &str) -> Result<KitMessage, String> {
 #[cfg(test)]
 mod tests {
     use super::super::convert::*;
+    use super::*;
     use crate::model::*;
     use crate::runtime::*;
-    use super::*;
     use serde_json::json;
 
     fn round_trip_adapter(line: &str) -> AdapterMessage {

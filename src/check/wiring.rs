@@ -8,7 +8,7 @@ use crate::runtime::{HookOutcome, HookPhase, OpId, ToolOutcome};
 use super::timeline::{HookInfo, Line, Timeline, ToolCallInfo};
 use super::Violation;
 
-pub fn wire_1(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn configured_prompt_then_resources(timeline: &Timeline<'_>) -> Vec<Violation> {
     let configured = timeline
         .scenario
         .config
@@ -44,7 +44,7 @@ pub fn wire_1(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn wire_2(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn empty_catalog_adds_no_header(timeline: &Timeline<'_>) -> Vec<Violation> {
     if !timeline.scenario.resources.is_empty() {
         return Vec::new();
     }
@@ -74,7 +74,7 @@ pub fn wire_2(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn wire_3(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn inactive_skill_body_never_sent(timeline: &Timeline<'_>) -> Vec<Violation> {
     let bodies: Vec<(&str, &str)> = timeline
         .scenario
         .resources
@@ -158,7 +158,7 @@ fn blocks(answer: &Option<(Line, &HookOutcome)>) -> bool {
     matches!(answer, Some((_, HookOutcome::Deny { .. } | HookOutcome::Threw { .. })))
 }
 
-pub fn wire_4(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
     let extensions: Vec<&str> = timeline
         .scenario
         .extensions
@@ -283,7 +283,7 @@ fn text_of(content: &[ContentBlock]) -> String {
         .collect()
 }
 
-pub fn wire_5(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for story in stories(timeline) {
         let Some(blocker) = story
@@ -335,7 +335,7 @@ pub fn wire_5(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn wire_6(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn rewritten_arguments_reach_the_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for story in stories(timeline) {
         let mut rewritten: Option<(Line, Value)> = None;
@@ -367,7 +367,7 @@ pub fn wire_6(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn wire_7(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn unknown_tool_or_bad_arguments_never_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let Some((response_line, response)) = &request.response else {
@@ -427,7 +427,7 @@ pub fn wire_7(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-pub fn wire_8(timeline: &Timeline<'_>) -> Vec<Violation> {
+pub fn after_hook_decides_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for story in stories(timeline) {
         let afters: Vec<&&HookInfo> = story
