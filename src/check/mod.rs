@@ -10,7 +10,6 @@ pub mod cause;
 mod context;
 mod durable;
 pub mod expect;
-mod ids;
 mod life;
 mod mode;
 mod observe;
@@ -27,7 +26,6 @@ use crate::model::SessionEntry;
 use crate::scenario::Scenario;
 use crate::trace::Trace;
 
-pub use ids::RULE_IDS;
 pub use timeline::Timeline;
 
 /// A rule broken by a trace.
@@ -123,14 +121,19 @@ pub struct Rule {
     pub level: Level,
 }
 
+/// The one list of the rules: it defines the catalogue and the list of IDs, so the two cannot
+/// disagree.
 macro_rules! rules {
     ($($id:literal => $module:ident :: $function:ident, $level:ident),* $(,)?) => {
-        &[$(Rule {
+        const CATALOGUE: &[Rule] = &[$(Rule {
             id: $id,
             checker_name: concat!("check::", stringify!($module), "::", stringify!($function)),
             checker: $module::$function,
             level: Level::$level,
-        }),*]
+        }),*];
+
+        /// The rule IDs of conformance.md, in catalogue order.
+        pub const RULE_IDS: &[&str] = &[$($id),*];
     };
 }
 
@@ -147,7 +150,10 @@ pub fn level_of(rule_id: &str) -> Option<Level> {
 
 /// The catalogue, in conformance.md order.
 pub fn catalogue() -> &'static [Rule] {
-    rules![
+    CATALOGUE
+}
+
+rules! {
         "RESTORE-1" => restore::empty_session_null_leaf_restores_empty, Must,
         "RESTORE-2" => restore::empty_session_with_leaf_is_rejected, Must,
         "RESTORE-3" => restore::non_empty_session_needs_a_leaf, Must,
@@ -219,7 +225,6 @@ pub fn catalogue() -> &'static [Rule] {
         "DURABLE-2" => durable::nothing_below_an_unknown_fate, Must,
         "DURABLE-3" => durable::reopened_session_is_the_acknowledged_one, Must,
         "DURABLE-4" => durable::torn_tail_is_cut_off, Must,
-    ]
 }
 
 /// Runs every rule's checker on one run; violations in catalogue order, then by line.
