@@ -124,3 +124,117 @@ fn tidy_every_rule_has_a_scenario_and_the_list_is_current() {
         "conformance.md `Scenarios:` lines are stale for {stale:?}; run UPDATE_CONFORMANCE=1 cargo test --test kit tidy"
     );
 }
+
+/// ARCHITECTURE.md's codemap names every module of `src/`, and every `src/...` path it names
+/// exists.
+#[test]
+fn tidy_architecture_codemap_is_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let named: std::collections::BTreeSet<String> = text
+        .split('`')
+        .filter(|part| part.starts_with("src/"))
+        .map(str::to_string)
+        .collect();
+    for path in &named {
+        assert!(
+            root.join(path).exists(),
+            "ARCHITECTURE.md names `{path}`, which does not exist"
+        );
+    }
+    for entry in std::fs::read_dir(root.join("src")).expect("src/") {
+        let name = entry.expect("an entry").file_name().to_string_lossy().into_owned();
+        let module = if name.ends_with(".rs") {
+            format!("src/{name}")
+        } else {
+            format!("src/{name}/")
+        };
+        assert!(
+            named.contains(&module),
+            "ARCHITECTURE.md's codemap does not name `{module}`"
+        );
+        // Every file of a folder module is named too, or its folder's line says what it holds.
+        if !name.ends_with(".rs") {
+            let folder_line = text
+                .lines()
+                .find(|line| line.contains(&format!("`{module}`")))
+                .expect("named above");
+            for file in std::fs::read_dir(root.join("src").join(&name)).expect("a module folder") {
+                let file = file.expect("an entry").file_name().to_string_lossy().into_owned();
+                if file == "mod.rs" || file == "tests.rs" {
+                    continue;
+                }
+                let stem = file.trim_end_matches(".rs");
+                let mentioned = named.contains(&format!("{module}{file}"))
+                    || text.contains(&format!("`{file}`"))
+                    || folder_line.contains(stem);
+                assert!(mentioned, "ARCHITECTURE.md does not say what `{module}{file}` holds");
+            }
+        }
+    }
+}
+
+/// No module imports one of a higher layer of ARCHITECTURE.md's table (a `crate::` path in any
+/// of its files), so there is no upward arrow and no import circle across layers.
+#[test]
+fn tidy_no_module_imports_a_higher_layer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut layer_of: BTreeMap<String, usize> = BTreeMap::new();
+    for line in text.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() == 4 {
+            if let Ok(layer) = cells[1].parse::<usize>() {
+                for module in cells[2].split(',') {
+                    layer_of.insert(module.trim().trim_matches('`').to_string(), layer);
+                }
+            }
+        }
+    }
+    assert!(layer_of.len() > 10, "the layer table was not found: {layer_of:?}");
+    // FIXME(issue 22): the Subject trait names the external subject until the Implementation
+    // value lands.
+    let known: &[(&str, &str)] = &[("sim", "protocol")];
+    let mut upward = Vec::new();
+    for (module, layer) in &layer_of {
+        let path = root.join("src").join(module);
+        let files: Vec<std::path::PathBuf> = if path.is_dir() {
+            rust_files(&path)
+        } else {
+            vec![root.join("src").join(format!("{module}.rs"))]
+        };
+        for file in files {
+            let source = std::fs::read_to_string(&file).expect("readable");
+            for (other, other_layer) in &layer_of {
+                let imports = [
+                    format!("crate::{other}::"),
+                    format!("crate::{other};"),
+                    format!("crate::{other}}}"),
+                ]
+                .iter()
+                .any(|path| source.contains(path.as_str()));
+                if other_layer > layer && imports && !known.contains(&(module.as_str(), other.as_str())) {
+                    upward.push(format!(
+                        "{} imports `{other}` (layer {other_layer} above {layer})",
+                        file.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports of a higher layer:\n{}", upward.join("\n"));
+}
+
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("a folder") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
