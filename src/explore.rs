@@ -105,10 +105,23 @@ pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 /// The operations at most an exhaustively enumerated scenario may have.
 pub const EXHAUSTIVE_OPERATIONS_MAX: usize = 3;
 
-/// The seeds of `0..seeds` that belong to `shard`.
-pub fn shard_seeds(seeds: u64, shard: (u64, u64)) -> impl Iterator<Item = u64> {
+/// The seeds of `0..seeds` that belong to `shard`, generated one at a time: memory and the
+/// time to the first schedule do not grow with `seeds`.
+pub fn shard_seeds(seeds: u64, shard: (u64, u64)) -> impl Iterator<Item = u64> + Clone {
     let (index, count) = shard;
-    (0..seeds).filter(move |seed| seed % count == index - 1)
+    let first = index - 1;
+    (0..shard_seed_count(seeds, shard)).map(move |k| first + k * count)
+}
+
+/// How many seeds of `0..seeds` belong to `shard` (`seed % N == K - 1`).
+pub fn shard_seed_count(seeds: u64, shard: (u64, u64)) -> u64 {
+    let (index, count) = shard;
+    let first = index - 1;
+    if seeds <= first {
+        0
+    } else {
+        (seeds - first).div_ceil(count)
+    }
 }
 
 /// Runs the exploration over `corpus` on `threads` worker threads.
@@ -120,10 +133,10 @@ pub fn explore(
     progress: Progress<'_>,
 ) -> ExploreSummary {
     let started = Instant::now();
-    let seeds: Vec<u64> = shard_seeds(config.seeds, config.shard).collect();
+    let seeds = shard_seeds(config.seeds, config.shard);
     let planned = match config.strategy {
-        StrategyKind::Exhaustive { bound } => corpus.len() as u64 * u64::from(bound),
-        _ => corpus.len() as u64 * seeds.len() as u64,
+        StrategyKind::Exhaustive { bound } => (corpus.len() as u64).saturating_mul(u64::from(bound)),
+        _ => (corpus.len() as u64).saturating_mul(shard_seed_count(config.seeds, config.shard)),
     };
     let done = AtomicU64::new(0);
     let out_of_time = AtomicBool::new(false);
@@ -174,7 +187,7 @@ pub fn explore(
                         // One search per scenario, seeded by the shard: `seeds` is its number
                         // of schedules, split over the shards.
                         let mut search = GuidedSearch::new(config.shard.0 - 1);
-                        for &seed in &seeds {
+                        for seed in seeds.clone() {
                             if timed_out() {
                                 break;
                             }
@@ -191,7 +204,7 @@ pub fn explore(
                         }
                     }
                     strategy => {
-                        for &seed in &seeds {
+                        for seed in seeds.clone() {
                             if timed_out() {
                                 break;
                             }
@@ -641,4 +654,29 @@ pub fn hunt_mutant(corpus: &[LoadedScenario], mutant: crate::zoo::Mutant, seeds:
         }
     }
     hunt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_the_seeds_exactly_without_materializing_them() {
+        for seeds in 0..40 {
+            for count in 1..6 {
+                let mut all = Vec::new();
+                for index in 1..=count {
+                    let shard: Vec<u64> = shard_seeds(seeds, (index, count)).collect();
+                    assert!(shard.iter().all(|seed| seed % count == index - 1));
+                    assert_eq!(shard.len() as u64, shard_seed_count(seeds, (index, count)));
+                    all.extend(shard);
+                }
+                all.sort();
+                assert_eq!(all, (0..seeds).collect::<Vec<_>>(), "{seeds} seeds in {count} shards");
+            }
+        }
+        // The largest flag costs nothing until a schedule is run.
+        assert_eq!(shard_seed_count(u64::MAX, (1, 1)), u64::MAX);
+        assert_eq!(shard_seeds(u64::MAX, (3, 4)).next(), Some(2));
+    }
 }

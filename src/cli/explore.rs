@@ -24,8 +24,9 @@ pub struct ExploreArgs {
     /// random | pct[:DEPTH] | exhaustive[:BOUND] | guided
     #[arg(long, default_value = "random", value_parser = parse_strategy)]
     strategy: StrategyKind,
-    /// Seeds 0..N per scenario (random, pct).
-    #[arg(long, default_value_t = 100)]
+    /// Seeds 0..N per scenario (random, pct): at least 1 (an exploration that runs nothing is
+    /// bad input, like an empty corpus).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     seeds: u64,
     /// Run only the seeds of shard K of N (`seed % N == K - 1`), e.g. `--shard 2/4`.
     #[arg(long, value_parser = parse_shard, default_value = "1/1")]

@@ -97,3 +97,38 @@ fn bad_flags_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown strategy `sometimes`"));
 }
+
+/// `explore --seeds` costs nothing until schedules run: the largest value, bounded by
+/// `--time-limit`, runs and ends (it used to allocate every seed first and abort), and
+/// `--seeds 0`, an exploration that runs nothing, is bad input.
+#[test]
+fn explore_seeds_do_not_allocate_and_zero_is_bad_input() {
+    let explore = |seeds: &str| {
+        Command::new(env!("CARGO_BIN_EXE_agentsim"))
+            .args([
+                "explore",
+                "scenarios/wiring/walkthrough.json",
+                "--seeds",
+                seeds,
+                "--time-limit",
+                "1",
+                "--threads",
+                "1",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("agentsim runs")
+    };
+    let huge = explore("18446744073709551615");
+    let stdout = String::from_utf8_lossy(&huge.stdout);
+    assert_eq!(
+        huge.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&huge.stderr)
+    );
+    assert!(stdout.contains("stopped at the time limit"), "{stdout}");
+    let zero = explore("0");
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("'--seeds <SEEDS>'"));
+}
