@@ -79,7 +79,16 @@ pub struct Enumeration {
 pub struct ExploreSummary {
     pub passed: u64,
     pub failed: u64,
+    /// The first [`FAILURES_KEPT`] failing schedules, whole (for the report, shrinking and
+    /// pages); every failing schedule is counted in `tally`, `pairs` and `broken`.
     pub failures: Vec<ExploreFailure>,
+    /// Root causes and findings of every failing schedule.
+    pub tally: crate::findings::Tally,
+    /// Every failing (scenario, rule) pair (`broken:<code>` for a schedule that broke the
+    /// subject), with the first message and replay command seen for it (for `--expect`).
+    pub pairs: std::collections::BTreeMap<(String, String), String>,
+    /// Schedules on which the subject broke.
+    pub broken: u64,
     pub enumerations: Vec<Enumeration>,
     pub stopped_by_time: bool,
     /// The exploration stopped at `--max-failures`.
@@ -95,6 +104,10 @@ pub struct ExploreSummary {
     /// Failing schedules over every worker, for `--max-failures`.
     failure_counter: Option<std::sync::Arc<AtomicU64>>,
 }
+
+/// How many failing schedules an exploration keeps whole; the rest are counted only, so memory
+/// does not grow with the schedules run.
+pub const FAILURES_KEPT: usize = 1_000;
 
 /// Creates a fresh subject for every run.
 pub type SubjectFactory<'a> = &'a (dyn Fn() -> Box<dyn Subject> + Sync);
@@ -250,6 +263,12 @@ pub fn explore(
         total.not_applicable += summary.not_applicable;
         total.not_applicable_scenarios.extend(summary.not_applicable_scenarios);
         total.failures.extend(summary.failures);
+        total.failures.truncate(FAILURES_KEPT);
+        total.tally.merge(summary.tally);
+        for (pair, message) in summary.pairs {
+            total.pairs.entry(pair).or_insert(message);
+        }
+        total.broken += summary.broken;
         total.enumerations.extend(summary.enumerations);
     }
     total
@@ -358,11 +377,11 @@ impl ExploreSummary {
         mut violations: Vec<Violation>,
         broken: Option<SubjectFailure>,
         outcome: Option<&RunOutcome>,
-    ) {
+    ) -> Option<&mut ExploreFailure> {
         violations.retain(|violation| violation.rule == "determinism" || self.selection.judges(&violation.rule));
         if violations.is_empty() && broken.is_none() {
             self.passed += 1;
-            return;
+            return None;
         }
         if let Some(outcome) = outcome {
             violations = check::cause::order_by_cause(&loaded.scenario, &outcome.trace, &outcome.store, violations);
@@ -371,6 +390,21 @@ impl ExploreSummary {
             counter.fetch_add(1, Ordering::Relaxed);
         }
         self.failed += 1;
+        self.tally.add(&loaded.name, &violations, None);
+        if let Some(broken) = &broken {
+            self.broken += 1;
+            self.pairs
+                .entry((loaded.name.clone(), crate::deviations::broken_rule(broken)))
+                .or_insert_with(|| broken.to_string());
+        }
+        for violation in &violations {
+            self.pairs
+                .entry((loaded.name.clone(), violation.rule.clone()))
+                .or_insert_with(|| format!("{} (replay: {replay})", violation.message));
+        }
+        if self.failures.len() >= FAILURES_KEPT {
+            return None;
+        }
         self.failures.push(ExploreFailure {
             scenario: loaded.name.clone(),
             replay,
@@ -379,6 +413,7 @@ impl ExploreSummary {
             choices: None,
             origin: String::new(),
         });
+        self.failures.last_mut()
     }
 }
 
@@ -485,9 +520,7 @@ fn run_one(
             violations.push(nondeterministic("the same schedule, replayed, gave a different trace"));
         }
     }
-    let failed_before = summary.failed;
-    summary.record(loaded, replay, violations, None, Some(&outcome));
-    if let Some(failure) = summary.failures.last_mut().filter(|_| summary.failed > failed_before) {
+    if let Some(failure) = summary.record(loaded, replay, violations, None, Some(&outcome)) {
         failure.choices = Some(outcome.choices.iter().map(|(index, _)| *index).collect());
         failure.origin = match (choices, strategy) {
             (Some(_), _) => format!("{} (exhaustive)", loaded.name),

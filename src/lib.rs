@@ -53,6 +53,7 @@ pub mod check;
 pub mod cli;
 pub mod deviations;
 pub mod explore;
+pub mod findings;
 pub mod html;
 pub mod limits;
 pub mod model;

@@ -240,28 +240,16 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     }
     if let Some((path, file)) = &expectations {
         let failures: Vec<(crate::deviations::Pair, String)> = summary
-            .failures
+            .pairs
             .iter()
-            .flat_map(|failure| {
-                let broken = failure.broken.iter().map(|broken| {
-                    (
-                        crate::deviations::Pair {
-                            scenario: failure.scenario.clone(),
-                            rule: crate::deviations::broken_rule(broken),
-                        },
-                        broken.to_string(),
-                    )
-                });
-                let violations = failure.violations.iter().map(|violation| {
-                    (
-                        crate::deviations::Pair {
-                            scenario: failure.scenario.clone(),
-                            rule: violation.rule.clone(),
-                        },
-                        format!("{} (replay: {})", violation.message, failure.replay),
-                    )
-                });
-                broken.chain(violations).collect::<Vec<_>>()
+            .map(|((scenario, rule), message)| {
+                (
+                    crate::deviations::Pair {
+                        scenario: scenario.clone(),
+                        rule: rule.clone(),
+                    },
+                    message.clone(),
+                )
             })
             .collect();
         let comparison = crate::deviations::compare_explored(file, &failures);
@@ -284,7 +272,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
             EXIT_PASSED
         };
     }
-    if summary.failures.iter().any(|failure| failure.broken.is_some()) {
+    if summary.broken > 0 {
         EXIT_BROKEN
     } else if summary.failed > 0 || unreached > 0 {
         EXIT_VIOLATION
@@ -322,34 +310,23 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
         }
         text.push_str(&format!("       replay: {}\n", failure.replay));
     }
-    if summary.failures.len() > FAILURES_SHOWN {
+    let shown = summary.failures.len().min(FAILURES_SHOWN) as u64;
+    if summary.failed > shown {
         text.push_str(&format!(
             "... and {} more failing schedules (counted in the summary below)\n",
-            summary.failures.len() - FAILURES_SHOWN
+            summary.failed - shown
         ));
     }
-    let failing: Vec<super::findings::Failing<'_>> = summary
-        .failures
-        .iter()
-        .map(|failure| super::findings::Failing {
-            name: &failure.scenario,
-            violations: &failure.violations,
-            divergence: None,
-        })
-        .collect();
-    text.push_str(&super::findings::root_cause_text(&failing, "schedule"));
-    let broken = summary
-        .failures
-        .iter()
-        .filter(|failure| failure.broken.is_some())
-        .count();
-    if broken > 0 {
-        text.push_str(&format!("broken: {broken} schedules could not be driven (exit 3)\n"));
+    text.push_str(&summary.tally.text("schedule"));
+    if summary.broken > 0 {
+        text.push_str(&format!(
+            "broken: {} schedules could not be driven (exit 3)\n",
+            summary.broken
+        ));
     }
-    let judged = summary.failures.iter().map(|failure| failure.violations.as_slice());
     if summary.passed + summary.failed > 0 {
         text.push_str(&super::findings::level_line(
-            &super::findings::level_counts(judged, &summary.selection),
+            &summary.tally.level_counts(&summary.selection),
             "schedule",
         ));
     }

@@ -159,13 +159,7 @@ pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Opt
         "| *scenario expectations* | - | {} | {} | {} | - | - |\n\n",
         tally.pass, tally.fail, tally.not_applicable
     ));
-    let counts = super::findings::level_counts(
-        reports
-            .iter()
-            .filter(|report| judged(report))
-            .map(|report| report.violations.as_slice()),
-        &crate::check::Selection::all(),
-    );
+    let counts = super::report::tally(reports).level_counts(&crate::check::Selection::all());
     text.push_str(&super::findings::level_line(&counts, "scenario"));
     text.push('\n');
 

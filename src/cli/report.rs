@@ -104,16 +104,7 @@ pub(crate) fn corpus_summary(
     hello: Option<&crate::protocol::wire::Hello>,
     corpus: &[crate::scenario::LoadedScenario],
 ) -> String {
-    let failing: Vec<super::findings::Failing<'_>> = reports
-        .iter()
-        .filter(|report| report.verdict == Verdict::Failed)
-        .map(|report| super::findings::Failing {
-            name: &report.name,
-            violations: &report.violations,
-            divergence: report.divergence.as_ref(),
-        })
-        .collect();
-    let mut text = super::findings::root_cause_text(&failing, "case");
+    let mut text = tally(reports).text("case");
     // With no case judged, every rule would "hold": say nothing rather than something vacuous.
     if reports
         .iter()
@@ -133,17 +124,20 @@ pub(crate) fn corpus_summary(
     text
 }
 
+/// The root causes and findings of the failing cases.
+pub(crate) fn tally(reports: &[CaseReport]) -> crate::findings::Tally {
+    let mut tally = crate::findings::Tally::default();
+    for report in reports.iter().filter(|report| report.verdict == Verdict::Failed) {
+        tally.add(&report.name, &report.violations, report.divergence.as_ref());
+    }
+    tally
+}
+
 fn level_counts(
     reports: &[CaseReport],
     selection: &crate::check::Selection,
 ) -> std::collections::BTreeMap<crate::check::Level, (usize, usize)> {
-    super::findings::level_counts(
-        reports
-            .iter()
-            .filter(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed))
-            .map(|report| report.violations.as_slice()),
-        selection,
-    )
+    tally(reports).level_counts(selection)
 }
 
 /// The JSON report with what the corpus comes to: `rootCauses`, `findings`, `levels`.
@@ -157,22 +151,15 @@ pub(crate) fn json_judged(
 ) -> String {
     let text = json(reports, strategy, seed);
     let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
-    let failing: Vec<super::findings::Failing<'_>> = reports
-        .iter()
-        .filter(|report| report.verdict == Verdict::Failed)
-        .map(|report| super::findings::Failing {
-            name: &report.name,
-            violations: &report.violations,
-            divergence: report.divergence.as_ref(),
-        })
-        .collect();
-    let findings: Vec<serde_json::Value> = super::findings::findings(&failing)
+    let findings: Vec<serde_json::Value> = tally(reports)
+        .findings()
         .iter()
         .map(|finding| {
             json!({
                 "rule": finding.rule,
                 "signature": finding.signature,
-                "cases": finding.cases,
+                "cases": finding.count,
+                "scenarios": finding.scenarios,
             })
         })
         .collect();
