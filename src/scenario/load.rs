@@ -39,7 +39,8 @@ impl ScenarioError {
 
 /// Reads, parses and validates a scenario file. `known_rules` are the catalogue's IDs.
 pub fn load(path: &Path, name: &str, known_rules: &[&str]) -> Result<LoadedScenario, ScenarioError> {
-    let cannot_read = |message: String| ScenarioError::new(path, 0, "-", message);
+    // Lines are 1-based: a problem with the file as a whole is reported at its first line.
+    let cannot_read = |message: String| ScenarioError::new(path, 1, "-", message);
     let file = std::fs::File::open(path).map_err(|error| cannot_read(format!("cannot read: {error}")))?;
     // Read at most one byte over the limit, so that a huge file is refused without being held.
     let mut bytes = Vec::new();

@@ -236,7 +236,9 @@ pub struct ModelStep {
     pub thinking: Option<String>,
     #[serde(default)]
     pub text: Option<String>,
-    #[serde(default)]
+    /// Strict like the rest of the file (a key the kit would drop is an error), whereas Pi's
+    /// tool-call blocks inside session entries are read as Pi writes them.
+    #[serde(default, deserialize_with = "strict_tool_calls")]
     pub tool_calls: Vec<ToolCall>,
     /// Default: `toolUse` with tool calls, `error` with `error`, else `stop`.
     #[serde(default)]
@@ -375,4 +377,25 @@ pub struct Expectations {
     /// Texts written by output modes, in order.
     #[serde(default)]
     pub writes: Option<Vec<String>>,
+}
+
+/// A scripted tool call as the file spells it: `id`, `name`, `arguments`, nothing else.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StrictToolCall {
+    id: String,
+    name: String,
+    arguments: Value,
+}
+
+fn strict_tool_calls<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<ToolCall>, D::Error> {
+    let calls = Vec::<StrictToolCall>::deserialize(deserializer)?;
+    Ok(calls
+        .into_iter()
+        .map(|call| ToolCall {
+            id: call.id,
+            name: call.name,
+            arguments: call.arguments,
+        })
+        .collect())
 }

@@ -142,6 +142,11 @@ pub enum SubjectFailure {
     },
     #[error("the implementation does not support `{operation}`: {reason}")]
     Unsupported { operation: String, reason: String },
+    /// A breach of the protocol, not a rule's violation: an operation settles exactly once.
+    #[error(
+        "{op} was settled a second time at trace line {line:04} (first at line {first:04}): an operation settles once"
+    )]
+    SettledTwice { op: OpId, line: usize, first: usize },
 }
 
 fn trace_line_text(line: &Option<usize>) -> String {
@@ -179,6 +184,7 @@ impl SubjectFailure {
             SubjectFailure::Malformed { .. } => "subject.malformed",
             SubjectFailure::Nondeterministic { .. } => "subject.nondeterministic",
             SubjectFailure::Unsupported { .. } => "subject.unsupported",
+            SubjectFailure::SettledTwice { .. } => "subject.settled_twice",
         }
     }
 
@@ -198,7 +204,8 @@ impl SubjectFailure {
             SubjectFailure::Protocol { .. }
             | SubjectFailure::Spawn { .. }
             | SubjectFailure::Nondeterministic { .. }
-            | SubjectFailure::Unsupported { .. } => &[],
+            | SubjectFailure::Unsupported { .. }
+            | SubjectFailure::SettledTwice { .. } => &[],
         }
     }
 
@@ -412,6 +419,15 @@ pub fn simulate_with(
             .deliver(input, &mut effects)
             .map_err(|failure| failure.at_trace_line(sim.trace.events.len() + effects.len() + 1))?;
         for effect in effects.drain(..) {
+            if let Effect::Settled { op, .. } = &effect {
+                if let Some(first) = sim.counters.settled.contains(op).then(|| sim.settled_at(*op)).flatten() {
+                    return Err(SubjectFailure::SettledTwice {
+                        op: *op,
+                        line: sim.trace.events.len() + 1,
+                        first,
+                    });
+                }
+            }
             sim.record(effect);
         }
         sim.effects = effects;
@@ -441,6 +457,15 @@ impl<'a> World<'a> {
             effects: Vec::new(),
             request_checks: true,
         }
+    }
+
+    /// The 1-based trace line where `op` settled, if it did.
+    fn settled_at(&self, op: OpId) -> Option<usize> {
+        self.trace
+            .events
+            .iter()
+            .position(|event| matches!(event, Event::Settled { op: settled, .. } if *settled == op))
+            .map(|index| index + 1)
     }
 
     /// Records an event and counts it for the `after` conditions.

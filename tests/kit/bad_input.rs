@@ -132,3 +132,11 @@ fn explore_seeds_do_not_allocate_and_zero_is_bad_input() {
     assert_eq!(zero.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&zero.stderr).contains("'--seeds <SEEDS>'"));
 }
+
+#[test]
+fn an_unknown_key_in_a_scripted_tool_call_is_rejected() {
+    assert_load_error(
+        "tool-call-unknown-key.json",
+        "8: model[0].toolCalls[0].thoughtSignature: unknown field `thoughtSignature`, expected one of `id`, `name`, `arguments`",
+    );
+}

@@ -130,7 +130,7 @@ fn huge_numbers_are_bad_input_naming_the_field_before_anything_is_allocated() {
     }
     let huge = vec![b' '; scenario::limits::FILE_BYTES_MAX as usize + 10];
     let outcome = run_bytes(&folder, "huge.json", &huge);
-    assert_bad(&outcome, "huge.json", "0: -", "over the limit of 4194304 bytes");
+    assert_bad(&outcome, "huge.json", "1: -", "over the limit of 4194304 bytes");
     let _ = std::fs::remove_dir_all(folder);
 }
 

@@ -505,6 +505,17 @@ fn hostile_settled_for_an_operation_never_delivered() {
     }
 }
 
+/// Two settlements of one operation are a breach of the protocol (exit 3) that names the
+/// operation and both lines, not a rule's violation that no rule names.
+#[test]
+fn hostile_settled_twice() {
+    assert_broken(
+        "settled-twice.sh",
+        "subject.settled_twice",
+        &["op#1 was settled a second time at trace line 0004 (first at line 0003): an operation settles once"],
+    );
+}
+
 #[test]
 fn hostile_unsolicited_idle_flood() {
     // Which unsolicited line the kit reads first depends on what the pipe holds when it looks:
