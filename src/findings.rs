@@ -133,6 +133,12 @@ impl Tally {
         }
     }
 
+    /// Counts `rules` as broken by a case that produced no trace (broken, or a bad scenario): it
+    /// confirms none of the rules it was written for.
+    pub fn add_untraced(&mut self, rules: &[String]) {
+        self.broken_rules.extend(rules.iter().cloned());
+    }
+
     /// Adds everything `other` counted (after it, in order).
     pub fn merge(&mut self, other: Tally) {
         self.cases += other.cases;

@@ -146,17 +146,15 @@ pub(super) fn run(args: RunArgs) -> u8 {
                 hello.as_ref(),
                 &corpus,
             );
-            match (&expectations, &comparison) {
-                (Some((path, file)), Some(comparison)) => {
-                    let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
-                    value["implementation"] = serde_json::json!(implementation);
-                    value["expectations"] = expectation_json(path, file, comparison);
-                    let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
-                    text.push('\n');
-                    text
-                }
-                _ => text,
+            // Every JSON report names its implementation (`agentsim dashboard` reads it).
+            let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
+            value["implementation"] = serde_json::json!(implementation);
+            if let (Some((path, file)), Some(comparison)) = (&expectations, &comparison) {
+                value["expectations"] = expectation_json(path, file, comparison);
             }
+            let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
+            text.push('\n');
+            text
         }
         Format::Junit => report::junit(&reports),
         Format::Markdown => {

@@ -1,11 +1,11 @@
 //! `--format markdown`: the conformance matrix of a run, one row per rule of conformance.md.
 //!
-//! Per rule, every scenario of the run counts once: it **fails** the rule when its trace has a
-//! violation of it, or when it could not be judged at all (broken, a bad scenario: nothing about
-//! it could be confirmed); it is **n.a.** when the implementation declared an operation it uses
-//! unsupported; otherwise it **passes** (every rule is checked on every trace, so a scenario that
-//! does not name a rule still judges it). So pass + fail + n.a. is the number of scenarios, in
-//! every row. **Names** counts the scenarios written to exercise the rule (they name it), and
+//! Per rule, every scenario judged for it counts once: it **fails** the rule when its trace has
+//! a violation of it, or, when it produced no trace at all (broken, a bad scenario), when it
+//! names the rule (nothing about it could be confirmed; it judges no rule it does not name); it
+//! is **n.a.** when the implementation declared an operation it uses unsupported; otherwise it
+//! **passes** (every rule is checked on every trace, so a scenario that does not name a rule
+//! still judges it). So pass + fail + n.a. is the number of scenarios judged for the rule. **Names** counts the scenarios written to exercise the rule (they name it), and
 //! **Root** the failing cases whose first violation (the root cause) is this rule's. The report
 //! holds no time and no absolute path of its own, so the same run prints the same bytes.
 
@@ -65,7 +65,10 @@ fn rule_tally(rule: &str, reports: &[CaseReport], rules: &BTreeMap<String, Vec<S
             Verdict::NotApplicable { .. } => tally.not_applicable += 1,
             Verdict::Passed | Verdict::Failed if violated => tally.fail += 1,
             Verdict::Passed | Verdict::Failed => tally.pass += 1,
-            Verdict::Broken(_) | Verdict::BadScenario(_) => tally.fail += 1,
+            // A case with no trace confirms nothing: it fails the rules it was written for and
+            // judges no other.
+            Verdict::Broken(_) | Verdict::BadScenario(_) if names => tally.fail += 1,
+            Verdict::Broken(_) | Verdict::BadScenario(_) => {}
         }
     }
     tally
@@ -131,9 +134,14 @@ pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Opt
     ));
 
     text.push_str("## Rules\n\n");
+    let untraced = reports
+        .iter()
+        .filter(|report| matches!(report.verdict, Verdict::Broken(_) | Verdict::BadScenario(_)))
+        .count();
     text.push_str(&format!(
-        "Every row counts all {} scenarios once: a scenario fails a rule when its trace violates it \
-         (or when it could not be judged: broken or a bad scenario), is n.a. when the \
+        "Every row counts once each scenario judged for the rule: all {} but the {untraced} broken \
+         or bad ones that do not name it (a case with no trace fails the rules it names and judges no \
+         other). A scenario fails a rule when its trace violates it, is n.a. when the \
          implementation does not support an operation it uses, and passes otherwise (every rule is \
          checked on every trace). Names: the scenarios written to exercise the rule; Root: the \
          failing scenarios whose first violation, the root cause, is the rule's. The last row \
@@ -159,7 +167,8 @@ pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Opt
         "| *scenario expectations* | - | {} | {} | {} | - | - |\n\n",
         tally.pass, tally.fail, tally.not_applicable
     ));
-    let counts = super::report::tally(reports).level_counts(&crate::check::Selection::all());
+    let rules_of = |name: &str| header.rules.get(name).cloned().unwrap_or_default();
+    let counts = super::report::tally(reports, &rules_of).level_counts(&crate::check::Selection::all());
     text.push_str(&super::findings::level_line(&counts, "scenario"));
     text.push('\n');
 

@@ -114,6 +114,20 @@ enum Command {
     /// Crash the store host at many points of a networked run and count the acknowledged
     /// entries lost (exit 1 when any is).
     CrashTest(crash_test::CrashTestArgs),
+    /// Several implementations side by side: one HTML page and one markdown table from their
+    /// JSON reports (`run --impl CMD --format json --expect FILE`).
+    Dashboard {
+        /// JSON reports, each optionally with the folder of its case pages (`REPORT.json=DIR`,
+        /// from `run --html-dir DIR`), in the order of the columns.
+        #[arg(required = true, value_name = "REPORT.json[=PAGES_DIR]")]
+        reports: Vec<String>,
+        /// Write the HTML page here.
+        #[arg(long, value_name = "OUT.html")]
+        html: Option<PathBuf>,
+        /// Write the markdown table here (default: standard output).
+        #[arg(long, value_name = "OUT.md")]
+        markdown: Option<PathBuf>,
+    },
     /// Print one scenario's trace, with violations marked at their lines.
     Replay {
         file: PathBuf,
@@ -275,6 +289,11 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run_bench(args),
         Command::CheckSession(args) => check_session::run_check_session(args),
         Command::CrashTest(args) => crash_test::run_crash_test(args),
+        Command::Dashboard {
+            reports,
+            html,
+            markdown,
+        } => dashboard(&reports, html.as_deref(), markdown.as_deref()),
         Command::Run {
             paths,
             strategy,
@@ -517,6 +536,41 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         print!("{}", report::annotated_trace(&case));
     }
     exit_code(std::slice::from_ref(&case))
+}
+
+/// `agentsim dashboard`.
+fn dashboard(reports: &[String], html: Option<&std::path::Path>, markdown: Option<&std::path::Path>) -> u8 {
+    use crate::html::dashboard;
+    let mut columns = Vec::new();
+    for text in reports {
+        match dashboard::load(&dashboard::ReportInput::parse(text)) {
+            Ok(column) => columns.push(column),
+            Err(error) => {
+                eprintln!("agentsim dashboard: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
+    let write = |path: &std::path::Path, text: String| {
+        std::fs::write(path, text).map_err(|error| {
+            eprintln!("agentsim dashboard: {}: {error}", path.display());
+            EXIT_BAD_INPUT
+        })
+    };
+    if let Some(path) = html {
+        if let Err(code) = write(path, dashboard::html(&columns)) {
+            return code;
+        }
+    }
+    match markdown {
+        Some(path) => {
+            if let Err(code) = write(path, dashboard::markdown(&columns)) {
+                return code;
+            }
+        }
+        None => print!("{}", dashboard::markdown(&columns)),
+    }
+    EXIT_PASSED
 }
 
 /// Reports the HTML pages written to `dir` (`--html-dir`); `Err` with the exit code when they

@@ -104,13 +104,16 @@ pub(crate) fn corpus_summary(
     hello: Option<&crate::protocol::wire::Hello>,
     corpus: &[crate::scenario::LoadedScenario],
 ) -> String {
-    let mut text = tally(reports).text("case");
+    let mut text = tally(reports, &named_rules(corpus)).text("case");
     // With no case judged, every rule would "hold": say nothing rather than something vacuous.
     if reports
         .iter()
         .any(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed))
     {
-        text.push_str(&super::findings::level_line(&level_counts(reports, selection), "case"));
+        text.push_str(&super::findings::level_line(
+            &level_counts(reports, selection, corpus),
+            "case",
+        ));
     }
     if !selection.is_all() {
         text.push_str(&format!("judged by {}\n", selection.describe()));
@@ -124,20 +127,37 @@ pub(crate) fn corpus_summary(
     text
 }
 
-/// The root causes and findings of the failing cases.
-pub(crate) fn tally(reports: &[CaseReport]) -> crate::findings::Tally {
+/// The root causes and findings of the failing cases; a case with no trace (broken, a bad
+/// scenario) breaks the rules it names (`rules_of` gives a scenario's).
+pub(crate) fn tally(reports: &[CaseReport], rules_of: &dyn Fn(&str) -> Vec<String>) -> crate::findings::Tally {
     let mut tally = crate::findings::Tally::default();
-    for report in reports.iter().filter(|report| report.verdict == Verdict::Failed) {
-        tally.add(&report.name, &report.violations, report.divergence.as_ref());
+    for report in reports {
+        match report.verdict {
+            Verdict::Failed => tally.add(&report.name, &report.violations, report.divergence.as_ref()),
+            Verdict::Broken(_) | Verdict::BadScenario(_) => tally.add_untraced(&rules_of(&report.name)),
+            Verdict::Passed | Verdict::NotApplicable { .. } => {}
+        }
     }
     tally
+}
+
+/// A scenario's named rules, looked up in `corpus`.
+fn named_rules(corpus: &[crate::scenario::LoadedScenario]) -> impl Fn(&str) -> Vec<String> + '_ {
+    move |name| {
+        corpus
+            .iter()
+            .find(|loaded| loaded.name == name)
+            .map(|loaded| loaded.scenario.rules.clone())
+            .unwrap_or_default()
+    }
 }
 
 fn level_counts(
     reports: &[CaseReport],
     selection: &crate::check::Selection,
+    corpus: &[crate::scenario::LoadedScenario],
 ) -> std::collections::BTreeMap<crate::check::Level, (usize, usize)> {
-    tally(reports).level_counts(selection)
+    tally(reports, &named_rules(corpus)).level_counts(selection)
 }
 
 /// The JSON report with what the corpus comes to: `rootCauses`, `findings`, `levels`.
@@ -151,7 +171,7 @@ pub(crate) fn json_judged(
 ) -> String {
     let text = json(reports, strategy, seed);
     let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
-    let findings: Vec<serde_json::Value> = tally(reports)
+    let findings: Vec<serde_json::Value> = tally(reports, &named_rules(corpus))
         .findings()
         .iter()
         .map(|finding| {
@@ -164,7 +184,15 @@ pub(crate) fn json_judged(
         })
         .collect();
     value["findings"] = json!(findings);
-    value["levels"] = super::findings::level_json(&level_counts(reports, selection));
+    // Each case's named rules: a case with no trace fails those (the dashboard's counts).
+    if let Some(results) = value["results"].as_array_mut() {
+        let rules_of = named_rules(corpus);
+        for result in results {
+            let name = result["name"].as_str().unwrap_or_default().to_string();
+            result["rules"] = json!(rules_of(&name));
+        }
+    }
+    value["levels"] = super::findings::level_json(&level_counts(reports, selection, corpus));
     value["judged"] = json!(selection.describe());
     if let Some(hello) = hello {
         value["declaredAndFailing"] = json!(super::findings::declared_and_failing(reports, hello, corpus));

@@ -15,6 +15,7 @@
 //! `#replay-command`. This module renders; it never runs a case itself except in
 //! [`write_explore_pages`], which re-runs a failing schedule to get its trace.
 
+pub mod dashboard;
 pub mod lanes;
 pub mod rules;
 mod tree;
@@ -478,8 +479,13 @@ fn divergence_section(implementation: &Trace, reference: &Trace, divergence: &Di
 
 /// The file name of a case's page: the scenario name with `/` as `-`, and `suffix`.
 pub fn page_name(report: &CaseReport, suffix: &str) -> String {
-    let stem: String = report
-        .name
+    page_file_name(&report.name, suffix)
+}
+
+/// The page file name of the case named `name`: its characters outside `[A-Za-z0-9._-]` as
+/// `-`, so a name never leaves the folder it is written to.
+pub fn page_file_name(name: &str, suffix: &str) -> String {
+    let stem: String = name
         .chars()
         .map(|character| match character {
             'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => character,

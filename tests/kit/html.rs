@@ -502,3 +502,101 @@ fn html_page_marks_the_root_cause_and_its_badges_cover_nothing_in_chromium() {
     );
     screenshot(&page, &dir.join("root-cause.png"));
 }
+
+/// `agentsim dashboard` turns the JSON reports of several implementations into one page: every
+/// rule a row, every implementation a column whose cells count that report's cases and link to
+/// its case pages, each implementation's levels at the top, its deviations below with their
+/// source and verdict; in Chromium, with a screenshot that is not blank.
+#[test]
+fn html_dashboard_puts_implementations_side_by_side_in_chromium() {
+    let dir = scratch("dashboard");
+    let run = |args: &[&str], out: &Path| {
+        let output = Command::new(binary())
+            .args(args)
+            .current_dir(root())
+            .output()
+            .expect("agentsim runs");
+        std::fs::write(out, &output.stdout).expect("written");
+        output.status.code()
+    };
+    let expectations = dir.join("mutant.json");
+    std::fs::write(
+        &expectations,
+        r#"{"implementation": "poison-not-stored", "deviations": [{"rule": "POISON-2", "scenarios": ["disk-error-on-entry-2"],
+            "reason": "the poison is not stored", "source": {"file": "src/runtime/mod.rs", "function": "Runtime::handle_append_outcome", "line": 1},
+            "verdict": "bug"}]}"#,
+    )
+    .expect("written");
+    let reference = dir.join("reference-report.json");
+    let mutant = dir.join("mutant-report.json");
+    let pages = dir.join("pages");
+    assert_eq!(
+        run(&["run", "scenarios/poison", "--format", "json"], &reference),
+        Some(0)
+    );
+    let mutant_args = [
+        "run",
+        "scenarios/poison",
+        "--mutant",
+        "poison-not-stored",
+        "--format",
+        "json",
+        "--html-dir",
+        pages.to_str().expect("utf-8"),
+        "--expect",
+        expectations.to_str().expect("utf-8"),
+    ];
+    assert_eq!(run(&mutant_args, &mutant), Some(1), "the mutant fails more than listed");
+    let page = dir.join("dashboard.html");
+    let markdown = dir.join("dashboard.md");
+    let output = Command::new(binary())
+        .arg("dashboard")
+        .arg(&reference)
+        .arg(format!("{}={}", mutant.display(), pages.display()))
+        .arg("--html")
+        .arg(&page)
+        .arg("--markdown")
+        .arg(&markdown)
+        .current_dir(root())
+        .output()
+        .expect("agentsim runs");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let dom = dump_dom(&page);
+    for rule in agentsim::check::RULE_IDS {
+        assert!(
+            dom.contains(&format!("<tr class=\"rule\" data-rule=\"{rule}\">")),
+            "no row for {rule}"
+        );
+    }
+    assert_eq!(count(&dom, "class=\"implementation\""), 2, "two columns");
+    assert!(
+        dom.contains("data-level=\"MUST\" data-held=\"58\" data-judged=\"58\""),
+        "the reference holds every MUST rule"
+    );
+    // The mutant's POISON-2 cell fails and links to a failing case's page, which exists.
+    let cell = dom
+        .split("<tr class=\"rule\" data-rule=\"POISON-2\">")
+        .nth(1)
+        .expect("the POISON-2 row");
+    let cell = &cell[..cell.find("</tr>").expect("the row ends")];
+    assert!(cell.contains("class=\"cell fails\""), "{cell}");
+    let link = cell.split("href=\"").nth(1).expect("a link to a case page");
+    let link = &link[..link.find('"').expect("the link ends")];
+    assert!(Path::new(link).exists(), "the linked page {link} exists");
+    assert!(
+        dom.contains("<tr class=\"deviation bug\" data-rule=\"POISON-2\">"),
+        "the deviation with its verdict"
+    );
+    assert!(
+        dom.contains("src/runtime/mod.rs:1 `Runtime::handle_append_outcome`"),
+        "its source"
+    );
+    let table = std::fs::read_to_string(&markdown).expect("the markdown table");
+    assert!(table.contains("| POISON-2 | MUST | "), "{table}");
+    screenshot(&page, &dir.join("dashboard.png"));
+}
