@@ -10,13 +10,28 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::check::{Level, Selection, Violation};
 use crate::protocol::diff::Divergence;
 
-/// A message with its particulars (numbers, quoted names) blanked, so that one cause reads
-/// the same in every scenario.
+/// A message with its particulars (numbers, quoted names, bracketed lists) blanked, so that
+/// one cause reads the same in every scenario.
 pub fn shape(text: &str) -> String {
     let mut shaped = String::with_capacity(text.len());
     let mut quote: Option<char> = None;
+    let mut depth = 0usize;
     let mut last_digit = false;
     for character in text.chars() {
+        if quote.is_none() && (character == '[' || (depth > 0 && character == ']')) {
+            if character == '[' {
+                if depth == 0 {
+                    shaped.push_str("[…]");
+                }
+                depth += 1;
+            } else {
+                depth -= 1;
+            }
+            continue;
+        }
+        if depth > 0 {
+            continue;
+        }
         if character == '`' || character == '"' {
             match quote {
                 None => {
@@ -270,8 +285,8 @@ mod tests {
     #[test]
     fn shapes_blank_numbers_and_quoted_names() {
         assert_eq!(
-            shape("op#2's run started while op#1 settled only at line 0015: `entry-3` \"读 a`b\""),
-            "op#N's run started while op#N settled only at line N: `…` \"…\""
+            shape("op#2's run started while op#1 settled only at line 0015: `entry-3` \"读 a`b\" [x,[y]]"),
+            "op#N's run started while op#N settled only at line N: `…` \"…\" […]"
         );
     }
 

@@ -108,35 +108,24 @@ pub(super) fn run(args: RunArgs) -> u8 {
         .map(|(_, file)| deviations::compare(file, &reports));
     let implementation = implementation_name(&args, hello.as_ref());
     let text = match args.format {
-        Format::Human => match (&expectations, &comparison) {
-            (Some((path, file)), Some(comparison)) => {
-                // The expectation lines go before the summary, which stays the last line.
-                let mut text = report::human_cases(&reports);
-                text.push_str(&report::corpus_summary(
-                    &reports,
-                    &args.selection,
-                    hello.as_ref(),
-                    &corpus,
-                ));
+        Format::Human => {
+            let mut text = report::human_cases(&reports);
+            text.push_str(&report::corpus_summary(
+                &reports,
+                &args.selection,
+                hello.as_ref(),
+                &corpus,
+            ));
+            // The expectation lines go before the summary, which stays the last line.
+            if let (Some((path, file)), Some(comparison)) = (&expectations, &comparison) {
                 for line in expectation_lines(path, file, comparison, &implementation) {
                     text.push_str(&line);
                     text.push('\n');
                 }
-                text.push_str(&report::summary(&reports));
-                text
             }
-            _ => {
-                let mut text = report::human_cases(&reports);
-                text.push_str(&report::corpus_summary(
-                    &reports,
-                    &args.selection,
-                    hello.as_ref(),
-                    &corpus,
-                ));
-                text.push_str(&report::summary(&reports));
-                text
-            }
-        },
+            text.push_str(&report::summary(&reports));
+            text
+        }
         Format::Json => {
             let text = report::json_judged(
                 &reports,

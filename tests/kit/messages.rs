@@ -11,57 +11,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use agentsim::findings::shape;
 use agentsim::sim::StrategyKind;
 use agentsim::suite::{load_corpus, run_case, CaseReport, Verdict};
 use agentsim::zoo::Mutant;
-
-fn shape(message: &str) -> String {
-    let mut shaped = String::new();
-    let mut quote: Option<char> = None;
-    let mut depth = 0usize;
-    let mut last_digit = false;
-    for character in message.chars() {
-        if quote.is_none() && depth == 0 && (character == '`' || character == '"') {
-            shaped.push(character);
-            shaped.push('…');
-            quote = Some(character);
-            continue;
-        }
-        if let Some(open) = quote {
-            if character == open {
-                shaped.push(character);
-                quote = None;
-            }
-            continue;
-        }
-        if character == '[' {
-            if depth == 0 {
-                shaped.push_str("[…");
-            }
-            depth += 1;
-            continue;
-        }
-        if depth > 0 {
-            if character == ']' {
-                depth -= 1;
-                if depth == 0 {
-                    shaped.push(']');
-                }
-            }
-            continue;
-        }
-        if character.is_ascii_digit() {
-            if !last_digit {
-                shaped.push('N');
-            }
-            last_digit = true;
-            continue;
-        }
-        last_digit = false;
-        shaped.push(character);
-    }
-    shaped
-}
 
 /// What no message may say, with why.
 fn problems(message: &str) -> Vec<&'static str> {
