@@ -1,0 +1,347 @@
+// agentsim adapter for oh-my-pi (@oh-my-pi/pi-coding-agent, pinned 18.2.3), run by Bun
+// (node_modules/.bin/bun, from the npm package `bun`; ./run is the launcher that checks it).
+//
+// Speaks the agentsim adapter protocol, version 2, through the JavaScript adapter SDK (../sdk/js)
+// and the Pi-family mapping it shares with the Pi adapter (../pi-family/family.mjs: model, tools,
+// hooks, observers, operations, ids and clock, output sink, reset). This file is what is
+// oh-my-pi's own: where it is installed, how a scenario's session is restored (SessionManager.open
+// over a SessionStorage), its store (the SessionStorage the SessionManager writes through), its
+// createAgentSession options, its print mode and its module-level state. README.md in this
+// folder explains every mapping and every deviation; plain ESM, no build step (Bun runs
+// oh-my-pi's TypeScript sources directly).
+
+import nodeCrypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import {
+    FAMILY_CWD,
+    PROVIDER,
+    API,
+    MODEL_ID,
+    SetupError,
+    idsFromRule,
+    importInstalled,
+    installedPackage,
+    kitExtensionFactories,
+    kitModelDefinition,
+    kitToolExecute,
+    log,
+    runFamilyAdapter,
+    sessionFileText,
+    sessionHeader,
+    storeOutcome,
+    streamFromKit,
+    withOutputSink,
+    withinTimeLimit,
+} from "../pi-family/family.mjs";
+import { holdBunPendingWork } from "./bun-pending-work.mjs";
+
+const ADAPTER_DIR = path.dirname(fileURLToPath(import.meta.url));
+const PINNED = "18.2.3";
+const installCommand = `(cd ${path.relative(process.cwd(), ADAPTER_DIR) || "."} && npm ci)`;
+
+// ---------------------------------------------------------------------------------------------
+// Environment: before oh-my-pi is loaded
+// ---------------------------------------------------------------------------------------------
+
+// UTC (oh-my-pi prints dates); a fixed terminal name (its system prompt names the terminal).
+process.env.TZ = "UTC";
+process.env.TERM = "dumb";
+delete process.env.TERM_PROGRAM;
+delete process.env.TERM_PROGRAM_VERSION;
+delete process.env.COLORTERM;
+
+// oh-my-pi's entry ids are `crypto.randomUUID().slice(-8)` (session-migrations.ts generateId,
+// Web Crypto's global randomUUID); it also calls randomUUID for temporary file names, lock tokens
+// and request ids, so the ids rule is read only when the id slice is taken.
+idsFromRule({ targets: [globalThis.crypto, nodeCrypto], idSlice: (start, end) => start === -8 && end === undefined, consume: "slice" });
+
+// Bun shows the SDK no I/O in flight: the adapter holds it (bun-pending-work.mjs).
+holdBunPendingWork();
+
+let omp;
+let ompAi;
+
+// ---------------------------------------------------------------------------------------------
+// Messages across the protocol
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * oh-my-pi's user messages carry `attribution` ("user" or "agent": who typed it), a field the
+ * protocol's Pi-shaped user message (`{role, content, timestamp}`) does not have and the kit
+ * rejects; it is left out wherever a message crosses the protocol (requests, appended entries,
+ * observed events, run values). Every other message crosses as oh-my-pi built it.
+ */
+function protocolMessage(message) {
+    if (message?.role !== "user") return message;
+    const { role, content, timestamp } = message;
+    return { role, content, timestamp };
+}
+
+function protocolEntry(entry) {
+    return entry.type === "message" ? { ...entry, message: protocolMessage(entry.message) } : entry;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store: the SessionStorage behind oh-my-pi's SessionManager
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * oh-my-pi's SessionManager writes its session file only through a SessionStorage
+ * (session-storage.ts): one line per entry through a writer's appendSync, or the whole file
+ * (header and every entry) through writeTextSync when it rewrites it (the first write of a new
+ * session, recovery after a failed write, a title change, a discarded entry). This storage is
+ * oh-my-pi's own in-memory one with the kit in front of the session file: every entry a write
+ * carries that the kit has not stored yet becomes an `append`, in file order, answered before
+ * the write returns (the storage API is synchronous); a `failed` answer throws out of the write
+ * as a failing disk would, and the write does not happen.
+ */
+function kitSessionStorage(ctx, file) {
+    const stored = new Set();
+    let seeding = true;
+    class KitSessionStorage extends omp.MemorySessionStorage {
+        /** The scenario's session file, written before oh-my-pi opens it; not an effect. */
+        seed(content, entries) {
+            super.writeTextSync(file, content);
+            for (const entry of entries) if (typeof entry?.id === "string") stored.add(entry.id);
+            seeding = false;
+        }
+        appendSync(target, chunk) {
+            if (target === file) sendToKit(chunk, "append");
+            super.appendSync(target, chunk);
+        }
+        writeTextSync(target, content, options) {
+            if (target === file && !seeding && !conflicts(this, target, options)) sendToKit(content, "rewrite");
+            super.writeTextSync(target, content, options);
+        }
+    }
+    /** MemorySessionStorage.writeTextSync's own precondition: it throws without writing. */
+    function conflicts(storage, target, options) {
+        if (options?.expectedSize === undefined) return false;
+        const actual = storage.existsSync(target) ? storage.statSync(target).size : null;
+        return actual !== options.expectedSize;
+    }
+    function sendToKit(text, how) {
+        const ids = [];
+        for (const line of text.split("\n")) {
+            if (line.trim() === "") continue;
+            const entry = JSON.parse(line);
+            // The header and the title slot are not entries.
+            if (entry.type === "session" || entry.type === "title" || typeof entry.id !== "string") continue;
+            ids.push(entry.id);
+            if (stored.has(entry.id)) continue;
+            try {
+                storeOutcome(ctx.effectSync("append", { entry: protocolEntry(entry) }));
+            } catch (error) {
+                if (ctx.live) log(`${how} carrying ${entry.id} failed; the SessionStorage write throws ${error.code}: ${error.message} into oh-my-pi`);
+                throw error;
+            }
+            stored.add(entry.id);
+        }
+        if (how === "rewrite") {
+            const kept = new Set(ids);
+            const dropped = [...stored].filter((id) => !kept.has(id));
+            if (dropped.length > 0) log(`a rewrite of the session file leaves out stored entries ${dropped.join(", ")} (the protocol cannot take an entry back)`);
+        }
+    }
+    return new KitSessionStorage();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restore: SessionManager.open over the storage, then branch(leaf)
+// ---------------------------------------------------------------------------------------------
+
+async function restore(scenario, ctx, runtime, dirs) {
+    const config = scenario.config;
+    const session = scenario.session;
+    const file = path.join(dirs.sessionDir, "session.jsonl");
+    const storage = kitSessionStorage(ctx, file);
+    storage.seed(sessionFileText(sessionHeader(omp.CURRENT_SESSION_VERSION ?? 3, ctx), session), session);
+    // The header's cwd does not exist on this machine; `initialCwd` is what oh-my-pi then uses.
+    // No breadcrumb: it is the terminal's "continue where I was" pointer, a file outside the store.
+    const sessionManager = await omp.SessionManager.open(file, dirs.sessionDir, storage, { initialCwd: FAMILY_CWD, suppressBreadcrumb: true });
+    const leaf = config.activeLeafId;
+    if (leaf !== null) {
+        try {
+            sessionManager.branch(leaf);
+        } catch (error) {
+            // oh-my-pi's one restore diagnostic: branch() throws "Entry <id> not found".
+            const code = session.length === 0 ? "restore.unknown_leaf" : "path.unknown_leaf";
+            runtime.restoreFailure = { code, message: error.message };
+            return { restoreFailed: runtime.restoreFailure };
+        }
+    }
+    runtime.sessionManager = sessionManager;
+    runtime.extra.storage = storage;
+    const restored = withinTimeLimit(
+        ctx,
+        {
+            code: "oh-my-pi.hang",
+            what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
+            why: "oh-my-pi walks the parentId chain without cycle detection, so a parent cycle on the chosen chain hangs it",
+        },
+        () => sessionManager.buildSessionContext(),
+    );
+    return { leaf: sessionManager.getLeafId() ?? null, messages: restored.messages.length };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The AgentSession
+// ---------------------------------------------------------------------------------------------
+
+/** oh-my-pi's request carries its system prompt as blocks; pi-ai's providers send them joined by a blank line. */
+function systemPromptOf(context) {
+    const prompt = context.systemPrompt;
+    if (prompt === undefined || prompt === null) return null;
+    return Array.isArray(prompt) ? prompt.join("\n\n") : prompt;
+}
+
+async function createSession(state, dirs) {
+    const { ctx, scenario } = state;
+    const config = scenario.config;
+    const resources = scenario.resources;
+
+    const settings = omp.Settings.isolated({ "compaction.enabled": false, "retry.enabled": false });
+    const authStorage = await ompAi.AuthStorage.create(path.join(dirs.agentDir, "agent.db"));
+    state.extra.authStorage = authStorage;
+    authStorage.setRuntimeApiKey(PROVIDER, "agentsim");
+    const modelRegistry = new omp.ModelRegistry(authStorage, path.join(dirs.agentDir, "models.yml"), {
+        settings,
+        cacheDbPath: path.join(dirs.agentDir, "models.db"),
+        // No network: model discovery answers at once.
+        fetch: () => Promise.reject(new Error("agentsim: no network")),
+    });
+    modelRegistry.registerProvider(PROVIDER, {
+        api: API,
+        baseUrl: "http://agentsim.invalid",
+        apiKey: "agentsim",
+        streamSimple: (_model, context, options) =>
+            streamFromKit(ctx, { createStream: ompAi.createAssistantMessageEventStream, systemPrompt: systemPromptOf, protocolMessage }, context, options),
+        models: [kitModelDefinition(config)],
+    });
+    const model = modelRegistry.find(PROVIDER, MODEL_ID);
+    if (!model) ctx.fail("adapter.setup", "the agentsim model was not registered");
+
+    const skillRoot = path.posix.join(FAMILY_CWD, ".omp", "skills");
+    // oh-my-pi's SDK custom tool (extensibility/custom-tools/types.ts CustomTool): its execute
+    // takes (toolCallId, params, onUpdate, ctx, signal).
+    const tools = scenario.tools.map((spec) => {
+        const execute = kitToolExecute(ctx, spec);
+        return {
+            name: spec.name,
+            label: spec.name,
+            description: spec.description ?? "",
+            parameters: spec.parameters ?? { type: "object" },
+            execute: (toolCallId, params, _onUpdate, _toolContext, signal) => execute(toolCallId, params, signal),
+        };
+    });
+    const { session } = await omp.createAgentSession({
+        cwd: FAMILY_CWD,
+        agentDir: dirs.agentDir,
+        settings,
+        authStorage,
+        modelRegistry,
+        model,
+        sessionManager: state.sessionManager,
+        // The configured prompt is oh-my-pi's custom system prompt (`omp --system-prompt`).
+        customSystemPrompt: config.systemPrompt ?? undefined,
+        contextFiles: (resources.instructions ?? []).map((file) => ({ path: file.path, content: file.content })),
+        skills: (resources.skills ?? []).map((skill) => ({
+            name: skill.name,
+            description: skill.description,
+            filePath: path.posix.join(skillRoot, skill.name, "SKILL.md"),
+            baseDir: path.posix.join(skillRoot, skill.name),
+            source: "agentsim",
+        })),
+        rules: [],
+        promptTemplates: [],
+        slashCommands: [],
+        customTools: tools,
+        toolNames: tools.map((tool) => tool.name),
+        // oh-my-pi's documented way to take a before hook's new arguments: return {input}.
+        extensions: kitExtensionFactories(ctx, scenario, { rewriteArguments: "return", protocolMessage }),
+        disableExtensionDiscovery: true,
+        enableMCP: false,
+        enableLsp: false,
+        enableIrc: false,
+        skipPythonPreflight: true,
+        hasUI: false,
+    });
+    return session;
+}
+
+/** `print` is `omp -p` (runPrintMode, mode "text"); `json` is `omp --mode json`; other names go to runPrintMode unchanged. */
+async function runMode(state, session, mode, text) {
+    if (mode === "interactive") {
+        // oh-my-pi's interactive mode is its terminal UI (InteractiveMode): it needs a TTY and a human.
+        const error = new Error("oh-my-pi's interactive mode is a terminal UI that the adapter cannot drive in process");
+        error.code = "adapter.unsupported";
+        throw error;
+    }
+    const printMode = mode === "print" ? "text" : mode;
+    const { value: exitCode, consoleErrors } = await withOutputSink(state.ctx, () => omp.runPrintMode(session, { mode: printMode, initialMessage: text }));
+    if (exitCode === 0) return;
+    const error = new Error(consoleErrors.join("\n") || `runPrintMode returned exit code ${exitCode}`);
+    error.code = `exitCode.${exitCode}`;
+    throw error;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The adapter
+// ---------------------------------------------------------------------------------------------
+
+await runFamilyAdapter({
+    name: "omp-adapter",
+    implementation: "oh-my-pi",
+    workPrefix: "agentsim-omp-",
+    features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers"],
+    unsupported: {
+        library: "oh-my-pi has no library adapter returning {reason, text}; its SDK is AgentSession itself",
+    },
+    environment(dirs) {
+        // oh-my-pi keeps logs, caches and its agent dir under the home folder: the private one.
+        const home = path.join(dirs.workDir, "home");
+        fs.mkdirSync(home, { recursive: true });
+        process.env.HOME = home;
+        process.env.PI_CODING_AGENT_DIR = dirs.agentDir;
+    },
+    locate() {
+        if (typeof Bun === "undefined") {
+            throw new SetupError(`oh-my-pi runs on Bun: start the adapter with adapters/oh-my-pi/run (node_modules/.bin/bun, installed by \`${installCommand}\`)`);
+        }
+        const found = installedPackage(ADAPTER_DIR, "@oh-my-pi/pi-coding-agent", installCommand);
+        const foundAi = installedPackage(ADAPTER_DIR, "@oh-my-pi/pi-ai", installCommand);
+        if (found.manifest.version !== PINNED) {
+            throw new SetupError(`${found.dir} holds @oh-my-pi/pi-coding-agent ${found.manifest.version}, not the pinned ${PINNED}; reinstall it with \`${installCommand}\``);
+        }
+        return { version: found.manifest.version, found, foundAi };
+    },
+    async load(located) {
+        omp = await importInstalled(located.found, "@oh-my-pi/pi-coding-agent", installCommand);
+        ompAi = await importInstalled(located.foundAi, "@oh-my-pi/pi-ai", installCommand);
+        if (omp.VERSION !== located.version) {
+            throw new SetupError(`oh-my-pi reports version ${omp.VERSION}, its package.json ${located.version}; reinstall it with \`${installCommand}\``);
+        }
+    },
+    restore,
+    createSession,
+    // oh-my-pi's transcript may hold its own message kinds (developer, custom, fileMention, ...);
+    // convertToLlm is its own mapping of them onto pi-ai messages.
+    transcript: (session) => omp.convertToLlm(session.messages).map(protocolMessage),
+    waitForIdle: (session) => session.agent.waitForIdle(),
+    dispose: (session) => session.dispose(),
+    runMode,
+    discard(state) {
+        // A discarded run's session: dispose() unsubscribes it, releases its agent registration
+        // and its singletons; whatever it would append reaches no kit (the run is discarded).
+        state.session?.dispose().catch((error) => log("reset: AgentSession.dispose() rejected:", error));
+        state.extra.authStorage?.close?.();
+    },
+    reset() {
+        // pi-ai's process-wide custom API registry holds the run's stream function
+        // (ModelRegistry.registerProvider put it there under the api name, with no source id).
+        ompAi.unregisterCustomApis(undefined);
+    },
+});
