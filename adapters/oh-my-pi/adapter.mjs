@@ -13,7 +13,7 @@
 import nodeCrypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import {
     FAMILY_CWD,
@@ -63,6 +63,8 @@ holdBunPendingWork();
 
 let omp;
 let ompAi;
+/** modes/print-mode.ts: `omp -p` and `omp --mode json` (main.ts imports it on demand; the package index does not export it). */
+let ompPrintMode;
 
 // ---------------------------------------------------------------------------------------------
 // Messages across the protocol
@@ -281,7 +283,7 @@ async function runMode(state, session, mode, text) {
         throw error;
     }
     const printMode = mode === "print" ? "text" : mode;
-    const { value: exitCode, consoleErrors } = await withOutputSink(state.ctx, () => omp.runPrintMode(session, { mode: printMode, initialMessage: text }));
+    const { value: exitCode, consoleErrors } = await withOutputSink(state.ctx, () => ompPrintMode.runPrintMode(session, { mode: printMode, initialMessage: text }));
     if (exitCode === 0) return;
     const error = new Error(consoleErrors.join("\n") || `runPrintMode returned exit code ${exitCode}`);
     error.code = `exitCode.${exitCode}`;
@@ -321,6 +323,12 @@ await runFamilyAdapter({
     async load(located) {
         omp = await importInstalled(located.found, "@oh-my-pi/pi-coding-agent", installCommand);
         ompAi = await importInstalled(located.foundAi, "@oh-my-pi/pi-ai", installCommand);
+        const printModeFile = { ...located.found, url: pathToFileURL(path.join(located.found.dir, "src", "modes", "print-mode.ts")).href };
+        ompPrintMode = await importInstalled(printModeFile, "@oh-my-pi/pi-coding-agent/modes/print-mode", installCommand);
+        // oh-my-pi's logger stamps every line with `new Date()` and opens its file lazily at the
+        // first line: it would read the run's clock a varying number of times (once more in a fresh
+        // process). Off, unless AGENTSIM_OMP_LOG=1 asks for its log file (in the private home's .omp/logs).
+        if (process.env.AGENTSIM_OMP_LOG !== "1") omp.logger.setTransports({ file: false, console: false });
         if (omp.VERSION !== located.version) {
             throw new SetupError(`oh-my-pi reports version ${omp.VERSION}, its package.json ${located.version}; reinstall it with \`${installCommand}\``);
         }
