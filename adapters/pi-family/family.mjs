@@ -531,7 +531,7 @@ function freshRuntime(ctx) {
         sessionManager: null,
         sessionPromise: null,
         session: null,
-        /** The new messages of every agent run that ended (Agent `agent_end`), in order. */
+        /** Every agent run that ended (Agent `agent_end`), in order: its new messages and the transcript then. */
         runs: [],
         restoreFailure: null,
         /** What the implementation keeps per run beyond these (its store, its host, ...). */
@@ -583,7 +583,9 @@ export async function runFamilyAdapter(impl) {
             // wait for I/O the SDK cannot see (Bun reports no active resources): it is pending work.
             runtime.sessionPromise = state.ctx.hold(impl.createSession(state, dirs)).then((session) => {
                 session.agent.subscribe((event) => {
-                    if (event.type === "agent_end") state.runs.push(event.messages);
+                    // The transcript is taken here too: an output mode disposes the session when it
+                    // ends (oh-my-pi's dispose then empties it), so a mode's result is its run's.
+                    if (event.type === "agent_end") state.runs.push({ messages: event.messages, transcript: impl.transcript(session) });
                 });
                 state.session = session;
                 return session;
@@ -606,7 +608,7 @@ export async function runFamilyAdapter(impl) {
         const session = await ensureSession();
         const runsBefore = state.runs.length;
         await session.prompt(text);
-        return runValue(impl.transcript(session), state.runs.slice(runsBefore).at(-1));
+        return runValue(impl.transcript(session), state.runs.slice(runsBefore).at(-1)?.messages);
     }
 
     async function runMode(mode, text) {
@@ -614,7 +616,8 @@ export async function runFamilyAdapter(impl) {
         const session = await ensureSession();
         const runsBefore = state.runs.length;
         await impl.runMode(state, session, mode, text);
-        return runValue(impl.transcript(session), state.runs.slice(runsBefore).at(-1));
+        const run = state.runs.slice(runsBefore).at(-1);
+        return runValue(run?.transcript ?? impl.transcript(session), run?.messages);
     }
 
     async function runOperation(operation) {
