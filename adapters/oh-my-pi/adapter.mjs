@@ -39,8 +39,16 @@ import {
 import { holdBunPendingWork } from "./bun-pending-work.mjs";
 
 const ADAPTER_DIR = path.dirname(fileURLToPath(import.meta.url));
+// AGENTSIM_OMP_ROOT: another install prefix (a folder holding node_modules), for oh-my-pi installed elsewhere.
+const INSTALL_ROOT = process.env.AGENTSIM_OMP_ROOT || ADAPTER_DIR;
 const PINNED = "18.2.3";
-const installCommand = `(cd ${path.relative(process.cwd(), ADAPTER_DIR) || "."} && npm ci)`;
+const installCommand = `(cd ${shownPath(INSTALL_ROOT)} && npm ci)`;
+
+/** A folder as the install command names it: relative to the working directory when below it. */
+function shownPath(dir) {
+    const relative = path.relative(process.cwd(), dir);
+    return relative === "" ? "." : relative.startsWith("..") || path.isAbsolute(relative) ? dir : relative;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Environment: before oh-my-pi is loaded
@@ -313,8 +321,8 @@ await runFamilyAdapter({
         if (typeof Bun === "undefined") {
             throw new SetupError(`oh-my-pi runs on Bun: start the adapter with adapters/oh-my-pi/run (node_modules/.bin/bun, installed by \`${installCommand}\`)`);
         }
-        const found = installedPackage(ADAPTER_DIR, "@oh-my-pi/pi-coding-agent", installCommand);
-        const foundAi = installedPackage(ADAPTER_DIR, "@oh-my-pi/pi-ai", installCommand);
+        const found = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-coding-agent", installCommand);
+        const foundAi = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-ai", installCommand);
         if (found.manifest.version !== PINNED) {
             throw new SetupError(`${found.dir} holds @oh-my-pi/pi-coding-agent ${found.manifest.version}, not the pinned ${PINNED}; reinstall it with \`${installCommand}\``);
         }

@@ -45,8 +45,16 @@ import {
 const ADAPTER_DIR = path.dirname(fileURLToPath(import.meta.url));
 const DEFAULT_RELEASE = "0.73.1";
 const release = releaseArgument() ?? process.env.AGENTSIM_PI_RELEASE ?? DEFAULT_RELEASE;
-const releaseRoot = release === DEFAULT_RELEASE ? ADAPTER_DIR : path.join(ADAPTER_DIR, "releases", release);
-const installCommand = `(cd ${path.relative(process.cwd(), releaseRoot) || "."} && npm ci)`;
+// AGENTSIM_PI_ROOT: another install prefix (a folder holding node_modules), for a Pi installed elsewhere.
+const releaseRoot =
+    process.env.AGENTSIM_PI_ROOT || (release === DEFAULT_RELEASE ? ADAPTER_DIR : path.join(ADAPTER_DIR, "releases", release));
+const installCommand = `(cd ${shownPath(releaseRoot)} && npm ci)`;
+
+/** A folder as the install command names it: relative to the working directory when below it. */
+function shownPath(dir) {
+    const relative = path.relative(process.cwd(), dir);
+    return relative === "" ? "." : relative.startsWith("..") || path.isAbsolute(relative) ? dir : relative;
+}
 
 function releaseArgument() {
     const at = process.argv.indexOf("--release");
@@ -242,7 +250,7 @@ await runFamilyAdapter({
     locate() {
         const found = installedPackage(releaseRoot, "@mariozechner/pi-coding-agent", installCommand);
         const foundAi = installedPackage(releaseRoot, "@mariozechner/pi-ai", installCommand);
-        if (release !== DEFAULT_RELEASE && found.manifest.version !== release) {
+        if ((release !== DEFAULT_RELEASE || process.env.AGENTSIM_PI_ROOT) && found.manifest.version !== release) {
             throw new SetupError(
                 `${releaseRoot} holds @mariozechner/pi-coding-agent ${found.manifest.version}, not the release ${release}; reinstall it with \`${installCommand}\``,
             );
