@@ -103,10 +103,10 @@ function protocolEntry(entry) {
  * (session-storage.ts): one line per entry through a writer's appendSync, or the whole file
  * (header and every entry) through writeTextSync when it rewrites it (the first write of a new
  * session, recovery after a failed write, a title change, a discarded entry). This storage is
- * oh-my-pi's own in-memory one with the kit in front of the session file: every entry a write
- * carries that the kit has not stored yet becomes an `append`, in file order, answered before
- * the write returns (the storage API is synchronous); a `failed` answer throws out of the write
- * as a failing disk would, and the write does not happen.
+ * oh-my-pi's own in-memory one with the kit in front of the session file: every line appended, and
+ * every entry a rewrite carries that the kit has not stored yet, becomes an `append`, in file
+ * order, answered before the write returns (the storage API is synchronous); a `failed` answer
+ * throws out of the write as a failing disk would, and the write does not happen.
  */
 function kitSessionStorage(ctx, file) {
     const stored = new Set();
@@ -141,7 +141,9 @@ function kitSessionStorage(ctx, file) {
             // The header and the title slot are not entries.
             if (entry.type === "session" || entry.type === "title" || typeof entry.id !== "string") continue;
             ids.push(entry.id);
-            if (stored.has(entry.id)) continue;
+            // A rewrite replaces the file: the entries the kit already stored are in it again,
+            // once. An appended line is a new line in the file, whatever its id.
+            if (how === "rewrite" && stored.has(entry.id)) continue;
             try {
                 storeOutcome(ctx.effectSync("append", { entry: protocolEntry(entry) }));
             } catch (error) {

@@ -141,6 +141,8 @@ def build(causes: List[Dict[str, Any]], report: Dict[str, Any], implementation: 
             # The kit's fault, not the implementation's: never an expected deviation (report it).
             for rule in sorted(by_rule, key=_rule_order):
                 notes.append(f"kit's fault ({cause['id']}): {rule} in {len(by_rule[rule])} scenarios: {', '.join(sorted(by_rule[rule]))}")
+            for rule in sorted(explored, key=_rule_order):
+                notes.append(f"kit's fault ({cause['id']}), under exploration: {rule} in {', '.join(sorted(explored[rule]))}")
             continue
         source, error = locate(cause["source"], adapter, prefix)
         if error:

@@ -13,6 +13,7 @@
 
 import crypto from "node:crypto";
 import fs from "node:fs";
+import module from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -78,6 +79,44 @@ let pi;
 let piAi;
 
 // ---------------------------------------------------------------------------------------------
+// The store: the lines SessionManager._persist appends to the session file
+// ---------------------------------------------------------------------------------------------
+
+// Pi's SessionManager writes each entry with fs.appendFileSync (session-manager.js _persist: once
+// the session holds an assistant message; before that it writes nothing, then every entry at
+// once). appendFileSync is replaced (module.syncBuiltinESMExports makes Pi's named import see it):
+// a line for the run's session file is an `append` of that entry, answered before the call
+// returns, as a disk write would be; a `failed` answer throws out of appendFileSync into Pi. Every
+// other file is written as before. The session header is the file's first line, not an entry, and
+// is not sent; every entry line is, an entry Pi writes a second time included (its first flush
+// writes every entry it holds, the opened file's own when it has no assistant message yet, and
+// again after a failed flush: Pi's behaviour, judged by the kit).
+const sessionStores = new Map();
+const realAppendFileSync = fs.appendFileSync;
+fs.appendFileSync = function appendThroughKit(target, data, options) {
+    const store = typeof target === "string" ? sessionStores.get(target) : undefined;
+    if (!store) return realAppendFileSync.call(this, target, data, options);
+    return store(String(data));
+};
+module.syncBuiltinESMExports();
+
+function kitSessionFile(ctx) {
+    return (text) => {
+        for (const line of text.split("\n")) {
+            if (line.trim() === "") continue;
+            const entry = JSON.parse(line);
+            if (entry.type === "session") continue;
+            try {
+                storeOutcome(ctx.effectSync("append", { entry }));
+            } catch (error) {
+                if (ctx.live) log(`append of ${entry.id} failed; appendFileSync throws ${error.code}: ${error.message} into Pi's SessionManager._persist`);
+                throw error;
+            }
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Restore: Pi's own path, a session file opened by SessionManager.open, then branch(leaf)
 // ---------------------------------------------------------------------------------------------
 
@@ -100,16 +139,9 @@ function restore(scenario, ctx, runtime, dirs) {
         }
     }
     // With a null leaf Pi keeps the leaf its index chose: the physically last entry.
-    // The kit is the store from here on: every entry Pi hands to storage becomes an `append`,
-    // answered before _persist returns (Pi's store is synchronous).
-    sessionManager._persist = function persistThroughKit(entry) {
-        try {
-            storeOutcome(ctx.effectSync("append", { entry }));
-        } catch (error) {
-            if (ctx.live) log(`append of ${entry.id} failed; SessionManager._persist throws ${error.code}: ${error.message} into Pi`);
-            throw error;
-        }
-    };
+    // The kit is the store from here on: every line Pi's SessionManager._persist writes to the
+    // session file (appendFileSync, below) becomes an `append`, answered before it returns.
+    sessionStores.set(file, kitSessionFile(ctx));
     runtime.sessionManager = sessionManager;
     const restored = withinTimeLimit(
         ctx,
@@ -278,6 +310,7 @@ await runFamilyAdapter({
         state.session?.dispose();
     },
     reset() {
+        sessionStores.clear();
         // pi-ai's process-wide API registry holds the run's stream function
         // (ModelRegistry.registerProvider puts it there under `provider:agentsim`); the next run
         // registers its own.
