@@ -15,11 +15,14 @@ fn run_reason(info: &OpInfo) -> Option<RunReason> {
     }
 }
 
+/// Whether a user message of the request carries `text`: as sent, or inside an envelope of the
+/// runtime's own (oh-my-pi wraps a steer in `<system-notice>`): what the model is told is the
+/// runtime's choice, that it is told is the rule's.
 fn has_user_text(request: &RequestInfo, text: &str) -> bool {
     request
         .messages
         .iter()
-        .any(|message| matches!(message, Message::User(_)) && message.text() == text)
+        .any(|message| matches!(message, Message::User(_)) && message.text().contains(text))
 }
 
 pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {

@@ -238,3 +238,32 @@ fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
     files.sort();
     files
 }
+
+/// Every deviation of every committed expectations file names its cause in the
+/// implementation's installed source (file, function, line) and says whether it is a bug or a
+/// choice of the implementation.
+#[test]
+fn tidy_every_deviation_has_its_source_and_verdict() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = 0;
+    for entry in std::fs::read_dir(root.join("expectations")).expect("expectations/") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_none_or(|ext| ext != "json") {
+            continue;
+        }
+        files += 1;
+        let file = agentsim::deviations::load(&path).unwrap_or_else(|error| panic!("{error}"));
+        for (index, deviation) in file.deviations.iter().enumerate() {
+            assert!(
+                deviation.source.is_some() && deviation.verdict.is_some(),
+                "{}: deviations[{index}] ({}) names no source or no verdict",
+                path.display(),
+                deviation.rule
+            );
+        }
+    }
+    assert!(
+        files >= 5,
+        "the expectations of Pi's three releases, oh-my-pi and aelix: {files}"
+    );
+}
