@@ -17,7 +17,7 @@ use agentsim::store::SyncPolicy;
 use agentsim::store::{check_session, parse_session, FileStore, Limits, RealDisk};
 use agentsim::suite;
 
-use super::driver::large_budget;
+use super::session_file::large_budget;
 
 fn corpus(folders: &[&str]) -> Vec<agentsim::scenario::LoadedScenario> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

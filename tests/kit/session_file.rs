@@ -6,11 +6,9 @@
 //! `{type, id, parentId, timestamp, ...}`; Pi builds a `custom` entry as
 //! `{type, customType, data, id, parentId, timestamp}`.
 
-use agentsim::model::{EntryBody, Message, SessionEntry, SessionHeader};
+use agentsim::model::{ContextBudget, EntryBody, Message, SessionEntry, SessionHeader};
 use agentsim::runtime::{Runtime, RuntimeConfig, RuntimeDeps};
 use serde_json::Value;
-
-use super::driver::large_budget;
 
 const PI_SESSION: &str = r#"{"type":"session","version":3,"id":"7c9e6679-7425-40de-944b-e07fc1f90ae7","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}
 {"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"check the parser"}],"timestamp":1767225601000}}
@@ -151,4 +149,13 @@ fn pi_session_file_round_trip_is_byte_identical() {
         differences.len(),
         differences.join("\n")
     );
+}
+
+/// A budget large enough that nothing is ever dropped (the networked tests use it too).
+pub fn large_budget() -> ContextBudget {
+    ContextBudget {
+        total: 1_000_000,
+        reserved_output: 0,
+        safety_margin: 0,
+    }
 }
