@@ -36,8 +36,8 @@ use agentsim::model::{
 };
 use agentsim::runtime::{
     project, temporary_entries, temporary_id, Agent, AgentError, AgentOptions, AgentStep, Cause, Completion, Effect,
-    EffectId, HookOutcome, HookPhase, Input, InputError, Mutations, ProjectionError, Runtime, SignalId, Snapshot,
-    StoreOutcome,
+    EffectId, HookOutcome, HookPhase, Input, InputError, Mutations, ProjectionError, Runtime, RuntimeConfig,
+    RuntimeDeps, SignalId, Snapshot, StoreOutcome,
 };
 use agentsim::scenario::{LoadedScenario, Scenario, ToolScript};
 use agentsim::sim::reference::{runtime_parts, ReferenceSubject};
@@ -54,9 +54,14 @@ fn scenario(name: &str) -> LoadedScenario {
     loaded.remove(0)
 }
 
+/// The configuration and dependencies the scenario gives the reference.
+fn parts(scenario: &Scenario) -> (RuntimeConfig, RuntimeDeps) {
+    runtime_parts(scenario, Mutations::none())
+}
+
 /// The scenario's runtime, restored as the reference restores it.
 fn restore(scenario: &Scenario) -> Runtime {
-    let (config, deps) = runtime_parts(scenario, Mutations::none());
+    let (config, deps) = parts(scenario);
     Runtime::restore(config, deps, &scenario.session).expect("the scenario restores")
 }
 
@@ -116,7 +121,7 @@ fn ids(entries: &[SessionEntry]) -> Vec<&str> {
 #[test]
 fn lab13_1_restore_keeps_the_callers_deps_and_owns_its_copies() {
     let walkthrough = scenario("wiring/walkthrough").scenario;
-    let (config, deps) = runtime_parts(&walkthrough, Mutations::none());
+    let (config, deps) = parts(&walkthrough);
     let runtime = Runtime::restore(config, deps.clone(), &walkthrough.session).expect("restores");
     assert_eq!(runtime.resources(), &deps.resources);
     assert_eq!(runtime.extensions(), deps.extensions);
@@ -128,7 +133,7 @@ fn lab13_1_restore_keeps_the_callers_deps_and_owns_its_copies() {
 
     // A model_change root, the chosen old-assistant, a sibling and a later child.
     let chosen = scenario("lab13/lab13-1-1d-non-empty-session-with-leaf-path-to").scenario;
-    let (config, deps) = runtime_parts(&chosen, Mutations::none());
+    let (config, deps) = parts(&chosen);
     let mut entries = chosen.session.clone();
     let mut runtime = Runtime::restore(config, deps, &entries).expect("restores");
     assert_eq!(ids(runtime.active_path()), ["model-1", "old-user", "old-assistant"]);
@@ -179,8 +184,9 @@ fn lab13_1_restore_keeps_the_callers_deps_and_owns_its_copies() {
 }
 
 /// Stands in for a `prompt` method of `Control` only while `Control` has none of its own: an
-/// inherent method of that name, whatever its receiver, is found before this trait's
-/// `&mut self` one, and the call below would then not compile or not return this text.
+/// inherent method of that name, whatever its receiver and arguments, is found before this
+/// trait's `&mut self` one, and the call below would then not compile or not return this text.
+/// (The `compile_fail` example on `Runtime::control` also passes for a `prompt(String)`.)
 trait NoPrompt {
     fn prompt(&mut self, _text: &str) -> &'static str {
         "Control has no prompt"
