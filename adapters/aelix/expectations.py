@@ -162,6 +162,13 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "source": source(CORE, "AgentHarness._before_tool_call_bridge", 4007),
         "verdict": "choice",
     },
+    "unknown-tool-text": {
+        "reason": "aelix answers a call to a tool it does not have with the error result 'Unknown tool: NAME' "
+        "(_prepare_tool_call), not 'Tool NAME not found' (the kit's and Pi's text); like every aelix tool "
+        "result it carries an empty toolName, since _to_tool_result_message sets no tool_name.",
+        "source": source(SITE + "aelix_agent_core/loop.py", "_prepare_tool_call", 500),
+        "verdict": "choice",
+    },
     "coerce-arguments": {
         "reason": "aelix coerces tool arguments to the schema before validating (validate_tool_arguments: "
         "42 becomes '42'), and validates before the tool_call hooks run, so arguments a hook "
@@ -261,7 +268,8 @@ RULE_CAUSES: Dict[str, List[str]] = {
     "MODE-1": ["json-mode", "print-newline"],
     "MODE-2": ["json-mode", "interactive", "unknown-mode", "mode-disposes-host", "no-queue"],
     "model[0].expect": ["system-prompt", "no-budget"],
-    "model[1].expect": ["system-prompt", "no-budget", "coerce-arguments", "abort-drops"],
+    "model[1].expect": ["system-prompt", "no-budget", "unknown-tool-text", "coerce-arguments", "abort-drops"],
+    "model[2].expect": ["coerce-arguments"],
     "broken:subject.malformed": ["cycle-hang"],
     # A scenario's own expect block: the cause that changes the canonical outcome first.
     "expect": [
@@ -356,7 +364,10 @@ def features(scenario: Dict[str, Any], case: Dict[str, Any]) -> Set[str]:
     text = json.dumps(scenario)
     if '"throw"' in text:
         found.add("hook-throws")
-    if "rewrite" in text or "invalid" in text or "schema rejects" in text:
+    tool_names = {tool.get("name") for tool in scenario.get("tools", [])}
+    if any(call.get("name") not in tool_names for response in scenario.get("model", []) for call in response.get("toolCalls", [])):
+        found.add("unknown-tool-text")
+    if "rewrite" in text or "invalid" in text or "Invalid arguments" in text or "schema rejects" in text:
         found.add("coerce-arguments")
     return found
 
