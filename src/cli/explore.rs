@@ -397,6 +397,11 @@ pub struct MutantsArgs {
     /// Only these mutants (default: all).
     #[arg(long = "only", value_parser = parse_mutation)]
     only: Vec<Mutant>,
+    /// Compare the zoo's table (each mutant's tier, killing rule, whether a canonical schedule
+    /// kills it, the case that killed it first, the schedules it took, the rules that no mutant
+    /// breaks) with this file; with `UPDATE_GOLDEN=1` in the environment, write it instead.
+    #[arg(long)]
+    golden: Option<PathBuf>,
 }
 
 pub fn run_mutants(args: MutantsArgs) -> u8 {
@@ -405,6 +410,8 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
         Err(code) => return code,
     };
     let mutants: Vec<Mutant> = if args.only.is_empty() { Mutant::all() } else { args.only };
+    // What must stay the same when a mutant's code moves: no time, no implementation detail.
+    let mut stable = String::new();
     let mut killed = 0;
     let mut misplaced = Vec::new();
     let mut rules_fired: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
@@ -431,13 +438,25 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
                     kill.elapsed.as_secs_f64() * 1000.0
                 );
                 println!("{:<34} replay: {}", "", kill.replay);
+                stable.push_str(&format!(
+                    "{} {} {} canonical={} {} {}\n",
+                    mutant.name(),
+                    mutant.tier(),
+                    kill.rule,
+                    if hunt.canonical { "yes" } else { "no" },
+                    by,
+                    kill.schedules
+                ));
             }
-            None => println!(
-                "{:<34} {:<6} {:<12} SURVIVED every rule",
-                mutant.name(),
-                mutant.kind(),
-                mutant.tier()
-            ),
+            None => {
+                println!(
+                    "{:<34} {:<6} {:<12} SURVIVED every rule",
+                    mutant.name(),
+                    mutant.kind(),
+                    mutant.tier()
+                );
+                stable.push_str(&format!("{} {} SURVIVED\n", mutant.name(), mutant.tier()));
+            }
         }
         // The interleaving tier must survive every canonical schedule.
         if mutant.interleaving_only() && hunt.canonical {
@@ -474,11 +493,46 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
         );
     }
     println!("killed {killed} of {} (kills by catalogue rules only)", mutants.len());
+    stable.push_str(&format!("rules no mutant breaks: {}\n", silent.join(", ")));
+    if let Some(golden) = &args.golden {
+        if let Err(problem) = compare_golden(golden, &stable) {
+            eprintln!("{problem}");
+            return EXIT_VIOLATION;
+        }
+    }
     if killed == mutants.len() && misplaced.is_empty() {
         EXIT_PASSED
     } else {
         EXIT_VIOLATION
     }
+}
+
+/// Compares the zoo's stable table with a golden file (or writes it with `UPDATE_GOLDEN=1`).
+fn compare_golden(path: &std::path::Path, table: &str) -> Result<(), String> {
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|value| value == "1") {
+        return std::fs::write(path, table).map_err(|error| format!("{}: {error}", path.display()));
+    }
+    let expected = std::fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    if expected == table {
+        return Ok(());
+    }
+    let mut differences = String::new();
+    let expected_lines: Vec<&str> = expected.lines().collect();
+    let got_lines: Vec<&str> = table.lines().collect();
+    for index in 0..expected_lines.len().max(got_lines.len()) {
+        let (want, got) = (expected_lines.get(index), got_lines.get(index));
+        if want != got {
+            differences.push_str(&format!(
+                "  expected: {}\n  got:      {}\n",
+                want.unwrap_or(&"(nothing)"),
+                got.unwrap_or(&"(nothing)")
+            ));
+        }
+    }
+    Err(format!(
+        "the zoo's table differs from {} (UPDATE_GOLDEN=1 rewrites it):\n{differences}",
+        path.display()
+    ))
 }
 
 /// The coverage table: per rule, each situation with the traces that reached it.
