@@ -15,10 +15,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::check::{self, Violation};
+use crate::implementation::Implementation;
 use crate::replay::ReplaySpec;
 use crate::scenario::LoadedScenario;
 use crate::sim::guided::GuidedSearch;
-use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, Subject, SubjectFailure};
+use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, SubjectFailure};
 
 /// Which schedules to run.
 #[derive(Debug, Clone)]
@@ -109,9 +110,6 @@ pub struct ExploreSummary {
 /// does not grow with the schedules run.
 pub const FAILURES_KEPT: usize = 1_000;
 
-/// Creates a fresh subject for every run.
-pub type SubjectFactory<'a> = &'a (dyn Fn() -> Box<dyn Subject> + Sync);
-
 /// Reports progress: `(runs done, runs planned)`.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
@@ -141,7 +139,7 @@ pub fn shard_seed_count(seeds: u64, shard: (u64, u64)) -> u64 {
 pub fn explore(
     corpus: &[LoadedScenario],
     config: ExploreConfig,
-    make_subject: SubjectFactory<'_>,
+    implementation: &Implementation,
     threads: usize,
     progress: Progress<'_>,
 ) -> ExploreSummary {
@@ -188,7 +186,7 @@ pub fn explore(
                             loaded,
                             bound,
                             config.check_determinism,
-                            make_subject,
+                            implementation,
                             &mut summary,
                             &timed_out,
                         );
@@ -210,7 +208,7 @@ pub fn explore(
                                 seed,
                                 Schedule::Guided(&mut search),
                                 config.check_determinism,
-                                make_subject,
+                                implementation,
                                 &mut summary,
                             );
                             progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
@@ -222,7 +220,7 @@ pub fn explore(
                                 break;
                             }
                             if config.world == crate::suite::WorldKind::Net {
-                                run_net_one(loaded, seed, config.check_determinism, make_subject, &mut summary);
+                                run_net_one(loaded, seed, config.check_determinism, implementation, &mut summary);
                                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
                                 continue;
                             }
@@ -232,7 +230,7 @@ pub fn explore(
                                 seed,
                                 Schedule::Seed,
                                 config.check_determinism,
-                                make_subject,
+                                implementation,
                                 &mut summary,
                             );
                             progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
@@ -279,28 +277,24 @@ fn run_net_one(
     loaded: &LoadedScenario,
     seed: u64,
     check_determinism: bool,
-    make_subject: SubjectFactory<'_>,
+    implementation: &Implementation,
     summary: &mut ExploreSummary,
 ) {
-    let mut subject = make_subject();
+    let mut subject = implementation.subject();
     let options = crate::net::NetOptions {
         seed,
         seeded_faults: true,
-        mutations: subject.reference_mutations().unwrap_or_default(),
         ..crate::net::NetOptions::default()
     };
     let replay = ReplaySpec {
         world: crate::replay::ReplayWorld::NetSeeded,
-        mutant: options.mutations.name().map(str::to_string),
-        implementation: subject.implementation(),
+        mutant: implementation.mutant_name().map(str::to_string),
+        implementation: implementation.adapter_command(),
         judging: summary.selection.flags(),
         ..ReplaySpec::new(loaded.path.clone(), StrategyKind::Random, seed)
     }
     .command();
-    let mut run_world = |options: &crate::net::NetOptions| match subject.as_external() {
-        Some(external) => crate::net::run_net_external(&loaded.scenario, options, external),
-        None => crate::net::run_net(&loaded.scenario, options),
-    };
+    let mut run_world = |options: &crate::net::NetOptions| crate::net::run_net(&loaded.scenario, options, &mut subject);
     let outcome = match run_world(&options) {
         Ok(crate::net::NetRun {
             failure: Some(SubjectFailure::Unsupported { operation, reason }),
@@ -434,7 +428,7 @@ fn run_one(
     seed: u64,
     schedule: Schedule<'_>,
     check_determinism: bool,
-    make_subject: SubjectFactory<'_>,
+    implementation: &Implementation,
     summary: &mut ExploreSummary,
 ) -> Option<RunOutcome> {
     let choices = match &schedule {
@@ -444,11 +438,10 @@ fn run_one(
     let by_choices = !matches!(schedule, Schedule::Seed);
     let judging = summary.selection.flags();
     let spec = |choices: Option<&[usize]>| -> String {
-        let subject = make_subject();
         ReplaySpec {
             choices: choices.map(<[usize]>::to_vec),
-            mutant: subject.mutant_name().map(str::to_string),
-            implementation: subject.implementation(),
+            mutant: implementation.mutant_name().map(str::to_string),
+            implementation: implementation.adapter_command(),
             judging: judging.clone(),
             ..ReplaySpec::new(loaded.path.clone(), strategy, seed)
         }
@@ -461,7 +454,7 @@ fn run_one(
     };
     let guided_run = guided.as_mut().map(|search| search.next_run());
     let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
-        let mut subject = make_subject();
+        let mut subject = implementation.subject();
         match choices {
             Some(choices) => simulate_with(
                 &loaded.scenario,
@@ -479,7 +472,7 @@ fn run_one(
     };
     let first = match guided_run {
         Some(mut guided_run) => {
-            let mut subject = make_subject();
+            let mut subject = implementation.subject();
             simulate_with(&loaded.scenario, subject.as_mut(), &mut guided_run, false)
         }
         None => run(choices),
@@ -545,7 +538,7 @@ fn enumerate(
     loaded: &LoadedScenario,
     bound: u32,
     check_determinism: bool,
-    make_subject: SubjectFactory<'_>,
+    implementation: &Implementation,
     summary: &mut ExploreSummary,
     timed_out: &dyn Fn() -> bool,
 ) -> Enumeration {
@@ -572,7 +565,7 @@ fn enumerate(
             0,
             Schedule::Choices(&prefix),
             check_determinism,
-            make_subject,
+            implementation,
             summary,
         ) else {
             break;
@@ -646,7 +639,7 @@ pub fn hunt_mutant(corpus: &[LoadedScenario], mutant: crate::zoo::Mutant, seeds:
                     return hunt;
                 }
                 schedules += 1;
-                let case = run_case(loaded, strategy, seed, mutant.subject().as_mut());
+                let case = run_case(loaded, strategy, seed, &Implementation::mutant(mutant));
                 if case.verdict != Verdict::Failed {
                     continue;
                 }

@@ -55,6 +55,7 @@ pub mod deviations;
 pub mod explore;
 pub mod findings;
 pub mod html;
+pub mod implementation;
 pub mod limits;
 pub mod model;
 pub mod net;

@@ -23,8 +23,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::check::{self, RULE_IDS};
+use crate::implementation::Implementation;
 use crate::scenario::{self, LoadedScenario, Scenario};
-use crate::sim::{make_strategy, simulate_with, Replay, StrategyKind, Subject};
+use crate::sim::{make_strategy, simulate_with, Replay, StrategyKind};
 
 /// Runs (schedules tried) one shrink may spend.
 pub const RUNS_MAX: usize = 4_000;
@@ -87,7 +88,7 @@ struct Case<'f> {
     rule: &'f str,
     /// The rules that judge (`--rules`, `--level`): the root is the first of their violations.
     selection: &'f check::Selection,
-    make_subject: &'f dyn Fn() -> Box<dyn Subject>,
+    implementation: &'f Implementation,
     runs: usize,
 }
 
@@ -100,7 +101,7 @@ impl Case<'_> {
         self.runs += 1;
         let text = serde_json::to_string(value).ok()?;
         let scenario: Scenario = scenario::parse(Path::new("shrunk.json"), &text, RULE_IDS).ok()?;
-        let mut subject = (self.make_subject)();
+        let mut subject = self.implementation.subject();
         let outcome = simulate_with(&scenario, subject.as_mut(), &mut Replay::new(choices.to_vec()), false).ok()?;
         // The rule must stay the root cause (the violation evident first), not merely fail
         // somewhere: the shrunk file is a witness of the same cause.
@@ -133,7 +134,7 @@ impl Case<'_> {
                 return None;
             }
             self.runs += 1;
-            let mut subject = (self.make_subject)();
+            let mut subject = self.implementation.subject();
             let Ok(outcome) = simulate_with(
                 &scenario,
                 subject.as_mut(),
@@ -195,7 +196,7 @@ pub fn shrink(
     choices: &[usize],
     rule: &str,
     selection: &check::Selection,
-    make_subject: &dyn Fn() -> Box<dyn Subject>,
+    implementation: &Implementation,
     origin: &str,
 ) -> Result<Shrunk, ShrinkError> {
     if loaded.scenario.net.is_some() {
@@ -220,7 +221,7 @@ pub fn shrink(
     let mut case = Case {
         rule,
         selection,
-        make_subject,
+        implementation,
         runs: 0,
     };
     let mut choices = case

@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
+use crate::implementation::Implementation;
 use crate::net::{NetOptions, NetRun};
 use crate::replay::{ReplaySpec, ReplayWorld};
 use crate::scenario::{self, locate, LoadedScenario, ScenarioError};
-use crate::sim::{make_strategy, simulate_with, RunOutcome, StrategyKind, Subject, SubjectFailure};
+use crate::sim::{make_strategy, simulate_with, BoxedSubject, RunOutcome, StrategyKind, Subject, SubjectFailure};
 use crate::trace::Event;
 
 /// How one case ended.
@@ -90,6 +91,12 @@ impl CaseReport {
             net: None,
             judging: None,
         }
+    }
+
+    /// Names what the case ran on: the mutant and the adapter command its replay carries.
+    fn label(&mut self, implementation: &Implementation) {
+        self.mutant = implementation.mutant_name().map(str::to_string);
+        self.implementation = implementation.adapter_command();
     }
 
     /// The report judged by `violations` on `outcome`, its root cause first.
@@ -202,21 +209,83 @@ pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioErr
     Ok(loaded)
 }
 
-/// Runs one scenario and judges it.
-pub fn run_case(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64, subject: &mut dyn Subject) -> CaseReport {
-    // A pinned schedule is the scenario's canonical one.
-    let mut chooser: Box<dyn crate::sim::Strategy> = match (&loaded.scenario.schedule, strategy) {
+/// Runs one scenario on a new subject of `implementation` and judges it.
+pub fn run_case(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    implementation: &Implementation,
+) -> CaseReport {
+    run_case_owned(loaded, strategy, seed, implementation, &mut implementation.subject())
+}
+
+/// Runs one scenario on `subject`, built from `implementation` (which labels the report and
+/// its replay command), and judges it; a scenario with a `net` block takes the subject into the
+/// networked world for the run and gives it back.
+pub fn run_case_owned(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    implementation: &Implementation,
+    subject: &mut BoxedSubject,
+) -> CaseReport {
+    let mut chooser = chooser_for(loaded, strategy, seed);
+    run_case_with(
+        loaded,
+        strategy,
+        seed,
+        chooser.as_mut(),
+        implementation,
+        Driven::Owned(subject),
+    )
+}
+
+/// [`run_case_owned`] on a subject the caller keeps (a probe of the reference's insides, say):
+/// the in-process scheduler drives it; a scenario with a `net` block runs in the networked
+/// world on a new subject of `implementation`, since that world must own its subject.
+pub fn run_case_on(
+    loaded: &LoadedScenario,
+    strategy: StrategyKind,
+    seed: u64,
+    implementation: &Implementation,
+    subject: &mut dyn Subject,
+) -> CaseReport {
+    let mut chooser = chooser_for(loaded, strategy, seed);
+    run_case_with(
+        loaded,
+        strategy,
+        seed,
+        chooser.as_mut(),
+        implementation,
+        Driven::Borrowed(subject),
+    )
+}
+
+/// The scenario's canonical schedule (pinned, or scripted), or the strategy's.
+fn chooser_for(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64) -> Box<dyn crate::sim::Strategy> {
+    match (&loaded.scenario.schedule, strategy) {
         (Some(schedule), StrategyKind::Scripted) => Box::new(crate::sim::Replay::new(schedule.clone())),
         _ => make_strategy(strategy, seed),
-    };
-    run_case_with(loaded, strategy, seed, chooser.as_mut(), subject)
+    }
 }
 
 /// Runs one scenario on a fixed choice sequence (as `explore --strategy exhaustive` found it);
 /// judged by the rules alone, like every schedule but the canonical one.
-pub fn run_case_on_choices(loaded: &LoadedScenario, choices: &[usize], subject: &mut dyn Subject) -> CaseReport {
+pub fn run_case_on_choices(
+    loaded: &LoadedScenario,
+    choices: &[usize],
+    implementation: &Implementation,
+    subject: &mut BoxedSubject,
+) -> CaseReport {
     let mut chooser = crate::sim::Replay::new(choices.to_vec());
-    let mut report = run_case_with(loaded, StrategyKind::Exhaustive { bound: 1 }, 0, &mut chooser, subject);
+    let mut report = run_case_with(
+        loaded,
+        StrategyKind::Exhaustive { bound: 1 },
+        0,
+        &mut chooser,
+        implementation,
+        Driven::Owned(subject),
+    );
     // The whole sequence the run took, not just its forced prefix.
     report.choices = report
         .outcome
@@ -226,41 +295,45 @@ pub fn run_case_on_choices(loaded: &LoadedScenario, choices: &[usize], subject: 
     report
 }
 
-/// Runs one scenario with the given chooser; `strategy` and `seed` label the report.
-pub fn run_case_with(
+/// The subject a case drives: one the networked world may take for the run, or one the
+/// caller keeps.
+enum Driven<'a> {
+    Owned(&'a mut BoxedSubject),
+    Borrowed(&'a mut dyn Subject),
+}
+
+/// Runs one scenario with the given chooser; `strategy`, `seed` and `implementation` label the
+/// report.
+fn run_case_with(
     loaded: &LoadedScenario,
     strategy: StrategyKind,
     seed: u64,
     chooser: &mut dyn crate::sim::Strategy,
-    subject: &mut dyn Subject,
+    implementation: &Implementation,
+    driven: Driven<'_>,
 ) -> CaseReport {
     let mut report = CaseReport::new(loaded, strategy, seed);
-    report.mutant = subject.mutant_name().map(str::to_string);
+    report.label(implementation);
     if loaded.scenario.net.is_some() {
-        let mutant = subject.mutant_name().map(str::to_string);
-        let mut report = if let Some(mutations) = subject.reference_mutations() {
-            let options = NetOptions {
-                seed,
-                mutations,
-                other_readers: subject.reference_other_readers(),
-                ..NetOptions::default()
-            };
-            run_case_net(loaded, strategy, &options)
-        } else if let Some(external) = subject.as_external() {
-            let options = NetOptions {
-                seed,
-                ..NetOptions::default()
-            };
-            run_case_net_on(loaded, strategy, &options, external)
-        } else {
-            report.verdict = Verdict::NotApplicable {
-                reason: "the networked world (`net`) runs the in-process reference or an implementation behind the adapter protocol, not a seam mutant".into(),
-            };
-            return report;
+        let options = NetOptions {
+            seed,
+            ..NetOptions::default()
         };
-        report.mutant = mutant;
-        return report;
+        return match driven {
+            Driven::Owned(subject) => run_case_net(loaded, strategy, &options, implementation, subject),
+            Driven::Borrowed(_) => run_case_net(
+                loaded,
+                strategy,
+                &options,
+                implementation,
+                &mut implementation.subject(),
+            ),
+        };
     }
+    let subject: &mut dyn Subject = match driven {
+        Driven::Owned(subject) => subject,
+        Driven::Borrowed(subject) => subject,
+    };
     let canonical = strategy == StrategyKind::Scripted;
     let outcome = match simulate_with(&loaded.scenario, subject, chooser, canonical) {
         Ok(outcome) => outcome,
@@ -299,28 +372,15 @@ pub fn run_case_with(
     report.judged(scenario, violations, outcome)
 }
 
-/// Runs one scenario in the networked world and judges it: every rule always; the scenario's
-/// own expectations too when no fault came from the seed and `strategy` is the canonical one.
-pub fn run_case_net(loaded: &LoadedScenario, strategy: StrategyKind, options: &NetOptions) -> CaseReport {
-    run_case_net_with(loaded, strategy, options, None)
-}
-
-/// [`run_case_net`] on an implementation behind the adapter protocol, lent to the world for
-/// the run (see `net::run_net_external`).
-pub fn run_case_net_on(
+/// Runs one scenario in the networked world on `subject` (lent to the world for the run) and
+/// judges it: every rule always; the scenario's own expectations too when no fault came from
+/// the seed and `strategy` is the canonical one.
+pub fn run_case_net(
     loaded: &LoadedScenario,
     strategy: StrategyKind,
     options: &NetOptions,
-    external: &mut crate::protocol::ExternalSubject,
-) -> CaseReport {
-    run_case_net_with(loaded, strategy, options, Some(external))
-}
-
-fn run_case_net_with(
-    loaded: &LoadedScenario,
-    strategy: StrategyKind,
-    options: &NetOptions,
-    external: Option<&mut crate::protocol::ExternalSubject>,
+    implementation: &Implementation,
+    subject: &mut BoxedSubject,
 ) -> CaseReport {
     let mut report = CaseReport {
         net: Some(NetInfo {
@@ -331,13 +391,10 @@ fn run_case_net_with(
                 (step, sync)
             }),
         }),
-        mutant: options.mutations.name().map(str::to_string),
         ..CaseReport::new(loaded, strategy, options.seed)
     };
-    let run = match external {
-        Some(external) => crate::net::run_net_external(&loaded.scenario, options, external),
-        None => crate::net::run_net(&loaded.scenario, options),
-    };
+    report.label(implementation);
+    let run = crate::net::run_net(&loaded.scenario, options, subject);
     let outcome = match run {
         Ok(NetRun {
             failure: Some(SubjectFailure::Unsupported { operation, reason }),

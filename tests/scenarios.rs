@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentsim::sim::reference::ReferenceSubject;
+use agentsim::implementation::Implementation;
 use agentsim::sim::StrategyKind;
 use agentsim::suite::{self, Verdict};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -34,8 +34,8 @@ fn main() {
 }
 
 fn run_trial(loaded: &agentsim::scenario::LoadedScenario) -> Result<(), Failed> {
-    let first = suite::run_case(loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
-    let second = suite::run_case(loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
+    let first = suite::run_case(loaded, StrategyKind::Scripted, 0, &Implementation::reference());
+    let second = suite::run_case(loaded, StrategyKind::Scripted, 0, &Implementation::reference());
     let render = |case: &suite::CaseReport| {
         case.outcome
             .as_ref()

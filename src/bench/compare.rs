@@ -58,7 +58,7 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
             if loaded.scenario.net.is_some() {
                 continue;
             }
-            let mut subject = mutant.subject();
+            let mut subject = crate::implementation::Implementation::mutant(mutant).subject();
             let run = |chooser: &mut dyn Strategy, subject: &mut dyn crate::sim::Subject| {
                 simulate_with(&loaded.scenario, subject, chooser, false).ok()
             };

@@ -65,13 +65,14 @@ pub fn schedules_per_second(scenario: &Scenario, window: Duration, check: bool) 
 /// and faults), every rule checked on each trace: the same work as `schedules_per_second`
 /// with `check`, through a simulated network and disk.
 pub fn networked_per_second(scenario: &Scenario, window: Duration) -> Rate {
+    let mut subject = crate::implementation::Implementation::reference().subject();
     measure(window, |seed| {
         let options = crate::net::NetOptions {
             seed,
             seeded_faults: true,
             ..crate::net::NetOptions::default()
         };
-        let outcome = crate::net::run_net(scenario, &options)
+        let outcome = crate::net::run_net(scenario, &options, &mut subject)
             .expect("the networked world runs")
             .outcome;
         let violations = check::check_all(scenario, &outcome.trace, &outcome.store);

@@ -152,7 +152,8 @@ fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Durat
     for mutant in &mutants {
         let mutant = *mutant;
         let kit = hunt_mutant(corpus, mutant, 20).kill;
-        let factory = move || -> Box<dyn Subject + Send> { mutant.subject() };
+        let implementation = crate::implementation::Implementation::mutant(mutant);
+        let factory = move || -> Box<dyn Subject + Send> { implementation.subject() };
         let (runs, stress) = stress_hunt(scenarios, &factory, budget);
         let show = |time: Option<Duration>| match time {
             Some(time) => format!("{:.2} ms", time.as_secs_f64() * 1000.0),
@@ -247,7 +248,8 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
         let stress = if args.no_stress {
             "-".to_string()
         } else {
-            let factory = move || -> Box<dyn Subject + Send> { mutant.subject() };
+            let implementation = crate::implementation::Implementation::mutant(mutant);
+            let factory = move || -> Box<dyn Subject + Send> { implementation.subject() };
             let (runs, time) = stress_hunt(scenarios, &factory, stress_budget);
             show(runs, time)
         };

@@ -53,7 +53,13 @@ pub fn run_crash_test(args: CrashTestArgs) -> u8 {
     };
     let (mut points, mut acknowledged, mut lost) = (0, 0, 0);
     for loaded in &corpus {
-        let report = match crash_test(&loaded.scenario, args.sync, args.points, args.seed) {
+        let report = match crash_test(
+            &loaded.scenario,
+            args.sync,
+            args.points,
+            args.seed,
+            &mut crate::implementation::Implementation::reference().subject(),
+        ) {
             Ok(report) => report,
             Err(error) => {
                 eprintln!("agentsim: {}: {error}", loaded.name);
@@ -102,15 +108,20 @@ pub fn crash_case(
     sync: SyncPolicy,
     step: u64,
     seed: u64,
-    mutations: crate::runtime::Mutations,
+    implementation: &crate::implementation::Implementation,
 ) -> suite::CaseReport {
     let mut loaded = loaded.clone();
     loaded.scenario.net.get_or_insert_with(Default::default).sync = sync;
     let options = crate::net::NetOptions {
         seed,
         crash_at_step: Some(step),
-        mutations,
         ..crate::net::NetOptions::default()
     };
-    suite::run_case_net(&loaded, crate::sim::StrategyKind::Scripted, &options)
+    suite::run_case_net(
+        &loaded,
+        crate::sim::StrategyKind::Scripted,
+        &options,
+        implementation,
+        &mut implementation.subject(),
+    )
 }

@@ -8,10 +8,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::explore::{explore, hunt_mutant, ExploreConfig, ExploreSummary};
-use crate::protocol::external::ExternalSubject;
+use crate::implementation::Implementation;
 use crate::scenario::LoadedScenario;
-use crate::sim::reference::ReferenceSubject;
-use crate::sim::{StrategyKind, Subject};
+use crate::sim::StrategyKind;
 use crate::suite::{self, WorldKind};
 use crate::zoo::Mutant;
 
@@ -180,10 +179,6 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         eprintln!("agentsim: exhaustive and guided exploration replay choice sequences, which only the in-process reference takes (use random or pct with --impl)");
         return EXIT_BAD_INPUT;
     }
-    if args.world == WorldKind::Net && mutant.is_some_and(|mutant| mutant.switch().is_none()) {
-        eprintln!("agentsim: --world net runs the core switches only; a seam mutant decorates the in-process scheduler's subject");
-        return EXIT_BAD_INPUT;
-    }
     if args.shrink_to.is_some() && args.world == WorldKind::Net {
         eprintln!("agentsim: --shrink-to shrinks choice sequences; the networked world's schedules are turmoil's (no --world net)");
         return EXIT_BAD_INPUT;
@@ -192,18 +187,14 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         eprintln!("agentsim: --mutant cannot be combined with --impl");
         return EXIT_BAD_INPUT;
     }
-    let implementation = args.implementation.clone();
-    let step_timeout = Duration::from_millis(args.step_timeout_ms);
-    let factory = move || -> Box<dyn Subject> {
-        match (&implementation, mutant) {
-            (Some(command), _) => Box::new(PooledAdapter::take(command, step_timeout)),
-            (None, Some(mutant)) => mutant.subject(),
-            (None, None) => Box::new(ReferenceSubject::new()),
-        }
-    };
+    let implementation = match &args.implementation {
+        Some(command) => Implementation::adapter(command.clone(), Duration::from_millis(args.step_timeout_ms)),
+        None => Implementation::reference(),
+    }
+    .with_mutant(mutant);
     let report = progress_reporter();
     let started = Instant::now();
-    let summary = explore(&corpus, config.clone(), &factory, threads(args.threads), &report);
+    let summary = explore(&corpus, config.clone(), &implementation, threads(args.threads), &report);
     if args.world == WorldKind::Net {
         println!(
             "networked world: turmoil seed = turmoil_seed(kit seed), e.g. seed 0 -> {:#018x}",
@@ -227,13 +218,12 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     };
     print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
     if let Some(dir) = &args.shrink_to {
-        if let Err(code) = shrink_failures(&corpus, &summary, dir, &factory) {
+        if let Err(code) = shrink_failures(&corpus, &summary, dir, &implementation) {
             return code;
         }
     }
     if let Some(dir) = &args.html_dir {
-        let implementation = args.implementation.as_deref().map(|command| (command, step_timeout));
-        let written = crate::html::write_explore_pages(dir, &corpus, &summary, args.strategy, implementation, &factory);
+        let written = crate::html::write_explore_pages(dir, &corpus, &summary, args.strategy, &implementation);
         if let Err(code) = super::report_pages(dir, written) {
             return code;
         }
@@ -602,7 +592,7 @@ fn shrink_failures(
     corpus: &[LoadedScenario],
     summary: &ExploreSummary,
     dir: &std::path::Path,
-    factory: &(dyn Fn() -> Box<dyn Subject> + Sync),
+    implementation: &Implementation,
 ) -> Result<(), u8> {
     if let Err(error) = std::fs::create_dir_all(dir) {
         eprintln!("agentsim: {}: {error}", dir.display());
@@ -632,7 +622,7 @@ fn shrink_failures(
             choices,
             &violation.rule,
             &summary.selection,
-            factory,
+            implementation,
             &failure.origin,
         ) {
             Ok(shrunk) => shrunk,
@@ -647,10 +637,9 @@ fn shrink_failures(
             eprintln!("agentsim: {}: {error}", file.display());
             return Err(EXIT_BAD_INPUT);
         }
-        let subject = factory();
         let replay = crate::replay::ReplaySpec {
-            mutant: subject.mutant_name().map(str::to_string),
-            implementation: subject.implementation(),
+            mutant: implementation.mutant_name().map(str::to_string),
+            implementation: implementation.adapter_command(),
             judging: summary.selection.flags(),
             ..crate::replay::ReplaySpec::new(file.clone(), StrategyKind::Scripted, 0)
         };
@@ -662,69 +651,4 @@ fn shrink_failures(
         println!("       replay: {}", replay.command());
     }
     Ok(())
-}
-
-thread_local! {
-    /// The adapter subjects of this worker thread, between runs: a protocol-2 adapter process
-    /// serves every run the thread makes. Dropped (their processes shut down) with the thread.
-    static ADAPTERS: std::cell::RefCell<Vec<ExternalSubject>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// An [`ExternalSubject`] borrowed from the thread's pool for one run and put back when
-/// dropped, so that exploration does not start an adapter process per schedule.
-struct PooledAdapter(Option<ExternalSubject>);
-
-impl PooledAdapter {
-    fn take(command: &str, step_timeout: Duration) -> PooledAdapter {
-        let pooled = ADAPTERS.with(|pool| {
-            let mut pool = pool.borrow_mut();
-            let index = pool.iter().position(|subject| subject.command() == command);
-            index.map(|index| pool.swap_remove(index))
-        });
-        PooledAdapter(Some(
-            pooled.unwrap_or_else(|| ExternalSubject::new(command.to_string(), step_timeout)),
-        ))
-    }
-
-    fn subject(&mut self) -> &mut ExternalSubject {
-        self.0.as_mut().expect("present until dropped")
-    }
-}
-
-impl Drop for PooledAdapter {
-    fn drop(&mut self) {
-        if let Some(subject) = self.0.take() {
-            // During thread teardown the pool may be gone: then the subject just shuts down.
-            let _ = ADAPTERS.try_with(|pool| pool.borrow_mut().push(subject));
-        }
-    }
-}
-
-impl Subject for PooledAdapter {
-    fn start(
-        &mut self,
-        scenario: &crate::scenario::Scenario,
-    ) -> Result<Result<crate::sim::Restored, crate::runtime::Cause>, crate::sim::SubjectFailure> {
-        self.subject().start(scenario)
-    }
-
-    fn deliver(
-        &mut self,
-        input: crate::runtime::Input,
-        effects: &mut Vec<crate::runtime::Effect>,
-    ) -> Result<(), crate::sim::SubjectFailure> {
-        self.subject().deliver(input, effects)
-    }
-
-    fn finish(&mut self) -> Result<(), crate::sim::SubjectFailure> {
-        self.subject().finish()
-    }
-
-    fn as_external(&mut self) -> Option<&mut ExternalSubject> {
-        Some(self.subject())
-    }
-
-    fn implementation(&self) -> Option<(String, u64)> {
-        self.0.as_ref().and_then(Subject::implementation)
-    }
 }

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use crate::check::{self, expect::check_expectations, Timeline, Violation};
 use crate::deviations::{self, Comparison, ExpectationFile};
+use crate::implementation::Implementation;
 use crate::protocol::diff::{first_divergence, first_raw_divergence, first_run_difference};
 use crate::protocol::wire::Hello;
-use crate::protocol::ExternalSubject;
+use crate::protocol::{ExternalSubject, SharedExternal};
 use crate::scenario::LoadedScenario;
-use crate::sim::reference::ReferenceSubject;
-use crate::sim::StrategyKind;
+use crate::sim::{BoxedSubject, StrategyKind};
 use crate::suite::{self, CaseReport, Verdict};
 use crate::trace::Event;
 use crate::zoo::Mutant;
@@ -76,10 +76,9 @@ pub(super) fn run(args: RunArgs) -> u8 {
     let (reports, hello) = match &args.implementation {
         Some(command) => {
             let pool = Pool {
-                command,
+                implementation: Implementation::adapter(command.clone(), args.step_timeout),
                 strategy: args.strategy,
                 seed: args.seed,
-                step_timeout: args.step_timeout,
                 check_determinism: args.check_determinism,
                 raw_divergence: args.raw_divergence,
             };
@@ -88,7 +87,14 @@ pub(super) fn run(args: RunArgs) -> u8 {
         None => {
             let reports = corpus
                 .iter()
-                .map(|loaded| suite::run_case(loaded, args.strategy, args.seed, super::subject(args.mutant).as_mut()))
+                .map(|loaded| {
+                    suite::run_case(
+                        loaded,
+                        args.strategy,
+                        args.seed,
+                        &Implementation::reference().with_mutant(args.mutant),
+                    )
+                })
                 .collect();
             (reports, None)
         }
@@ -184,11 +190,16 @@ pub(super) fn replay_case(
     loaded: &LoadedScenario,
     strategy: StrategyKind,
     seed: u64,
-    command: &str,
-    step_timeout: Duration,
+    implementation: &Implementation,
 ) -> CaseReport {
-    let mut subject = ExternalSubject::new(command, step_timeout);
-    run_on(loaded, strategy, seed, &mut subject, false)
+    run_on(
+        loaded,
+        strategy,
+        seed,
+        implementation,
+        &mut implementation.subject(),
+        false,
+    )
 }
 
 /// `agentsim serve`: the reference as an adapter on stdin/stdout.
@@ -220,16 +231,24 @@ pub(super) fn serve(mutant: Option<Mutant>, protocol: u32) -> u8 {
 /// counter. Reports are kept in corpus order, so the report does not depend on `jobs` or on
 /// which worker ran which scenario, as long as the adapter resets cleanly (which
 /// `--check-determinism` checks).
-struct Pool<'a> {
-    command: &'a str,
+struct Pool {
+    implementation: Implementation,
     strategy: StrategyKind,
     seed: u64,
-    step_timeout: Duration,
     check_determinism: bool,
     raw_divergence: bool,
 }
 
-impl Pool<'_> {
+impl Pool {
+    /// A new adapter subject of the pool's command.
+    fn adapter(&self) -> ExternalSubject {
+        let (command, step_timeout) = self
+            .implementation
+            .adapter_command()
+            .expect("the --impl runner runs an adapter");
+        ExternalSubject::new(command, Duration::from_millis(step_timeout))
+    }
+
     /// Every case of `corpus`, in corpus order, and the `hello` of the first case that got one.
     fn run(&self, corpus: &[LoadedScenario], jobs: usize) -> (Vec<CaseReport>, Option<Hello>) {
         let jobs = jobs.clamp(1, corpus.len().max(1));
@@ -251,7 +270,7 @@ impl Pool<'_> {
         corpus: &[LoadedScenario],
         next: &std::sync::atomic::AtomicUsize,
     ) -> Vec<(usize, CaseReport, Option<Hello>)> {
-        let mut subject = ExternalSubject::new(self.command, self.step_timeout);
+        let subject = SharedExternal::new(self.adapter());
         let mut done = Vec::new();
         loop {
             let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -259,36 +278,50 @@ impl Pool<'_> {
                 break;
             };
             let report = if self.check_determinism {
-                self.run_twice(loaded, &mut subject)
+                self.run_twice(loaded, &subject)
             } else {
-                self.run_one(loaded, &mut subject)
+                self.run_one(loaded, &subject)
             };
-            done.push((index, report, subject.hello().cloned()));
+            let hello = subject.lock().hello().cloned();
+            done.push((index, report, hello));
         }
         done
     }
 
     /// One scenario on `subject` and on the in-process reference: the adapter's case, with
     /// its divergence from the reference.
-    fn run_one(&self, loaded: &LoadedScenario, subject: &mut ExternalSubject) -> CaseReport {
-        run_on(loaded, self.strategy, self.seed, subject, self.raw_divergence)
+    fn run_one(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
+        let mut boxed: BoxedSubject = Box::new(subject.clone());
+        run_on(
+            loaded,
+            self.strategy,
+            self.seed,
+            &self.implementation,
+            &mut boxed,
+            self.raw_divergence,
+        )
     }
 
     /// `--check-determinism`: the scenario in a fresh adapter process, then in the worker's
     /// reused one (which has run this very scenario before, so its reset is on trial); the
     /// second run's case, broken with `subject.nondeterministic` when the traces differ.
-    fn run_twice(&self, loaded: &LoadedScenario, subject: &mut ExternalSubject) -> CaseReport {
+    fn run_twice(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
         let fresh = {
-            let mut fresh = ExternalSubject::new(self.command, self.step_timeout).fresh_each_run();
-            suite::run_case(loaded, self.strategy, self.seed, &mut fresh)
+            let mut fresh: BoxedSubject = Box::new(self.adapter().fresh_each_run());
+            suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut fresh)
         };
-        if subject.processes_spawned() == 0 || subject.pid().is_none() {
+        let warm = {
+            let subject = subject.lock();
+            subject.processes_spawned() == 0 || subject.pid().is_none()
+        };
+        if warm {
             // Warm the reused process up on the same scenario; that run is not reported.
-            let _ = suite::run_case(loaded, self.strategy, self.seed, subject);
+            let mut boxed: BoxedSubject = Box::new(subject.clone());
+            let _ = suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut boxed);
         }
-        let reused_pid = subject.pid();
+        let reused_pid = subject.lock().pid();
         let mut case = self.run_one(loaded, subject);
-        let reused = if reused_pid.is_some() && reused_pid == subject.pid() {
+        let reused = if reused_pid.is_some() && reused_pid == subject.lock().pid() {
             "reused process"
         } else {
             "second fresh process"
@@ -331,13 +364,12 @@ fn run_on(
     loaded: &LoadedScenario,
     strategy: StrategyKind,
     seed: u64,
-    subject: &mut ExternalSubject,
+    implementation: &Implementation,
+    subject: &mut BoxedSubject,
     raw_divergence: bool,
 ) -> CaseReport {
-    let mut case = suite::run_case(loaded, strategy, seed, subject);
-    let (command, step_timeout) = (subject.command().to_string(), subject.step_timeout());
-    case.implementation = Some((command, step_timeout.as_millis() as u64));
-    let reference_case = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
+    let mut case = suite::run_case_owned(loaded, strategy, seed, implementation, subject);
+    let reference_case = suite::run_case(loaded, strategy, seed, &Implementation::reference());
     if let Verdict::BadScenario(_) = case.verdict {
         if !matches!(reference_case.verdict, Verdict::BadScenario(_)) {
             judge_undelivered(loaded, &mut case);

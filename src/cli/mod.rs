@@ -19,10 +19,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::implementation::Implementation;
 use crate::net::NetOptions;
-use crate::runtime::Mutations;
 use crate::scenario;
-use crate::sim::reference::ReferenceSubject;
 use crate::sim::StrategyKind;
 use crate::suite::{self, CaseReport, Verdict, WorldKind};
 use crate::zoo::Mutant;
@@ -251,14 +250,6 @@ fn parse_mutation(text: &str) -> Result<Mutant, String> {
     })
 }
 
-/// The in-process reference, or one mutant of the zoo.
-fn subject(mutant: Option<Mutant>) -> Box<dyn crate::sim::Subject> {
-    match mutant {
-        Some(mutant) => mutant.subject(),
-        None => Box::new(ReferenceSubject::new()),
-    }
-}
-
 /// Parses a command line (`args[0]` is the program name) without running it: `Err` holds
 /// clap's message. Keeps documented commands honest (docs/ci.md's test).
 pub fn parse_args<I, T>(args: I) -> Result<(), String>
@@ -444,61 +435,35 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         );
         return EXIT_BAD_INPUT;
     }
-    let switch = match mutant {
-        Some(mutant) if (crash.is_some() || world == WorldKind::Net) && mutant.switch().is_none() => {
-            eprintln!(
-                "agentsim: the networked world runs the core switches only; `{}` is a seam mutant",
-                mutant.name()
-            );
-            return EXIT_BAD_INPUT;
+    if implementation.is_some() && mutant.is_some() {
+        eprintln!("agentsim: --mutant cannot be combined with --impl");
+        return EXIT_BAD_INPUT;
+    }
+    if implementation.is_some() && choices.is_some() {
+        eprintln!("agentsim: --choices replays the in-process reference only");
+        return EXIT_BAD_INPUT;
+    }
+    let chosen = match &implementation {
+        Some((command, step_timeout)) => Implementation::adapter(command.clone(), *step_timeout),
+        None => Implementation::reference(),
+    }
+    .with_mutant(mutant);
+    let case = if let Some((step, sync)) = crash {
+        crash_test::crash_case(loaded, sync, step, seed, &chosen)
+    } else if world == WorldKind::Net {
+        let options = NetOptions {
+            seed,
+            seeded_faults: true,
+            ..NetOptions::default()
+        };
+        suite::run_case_net(loaded, strategy, &options, &chosen, &mut chosen.subject())
+    } else if chosen.is_adapter() {
+        external::replay_case(loaded, strategy, seed, &chosen)
+    } else {
+        match &choices {
+            Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, &chosen, &mut chosen.subject()),
+            None => suite::run_case(loaded, strategy, seed, &chosen),
         }
-        _ => mutant.and_then(Mutant::switch),
-    };
-    let case = match implementation {
-        None if crash.is_some() => {
-            let (step, sync) = crash.expect("checked above");
-            crash_test::crash_case(
-                loaded,
-                sync,
-                step,
-                seed,
-                switch.map(Mutations::with).unwrap_or_default(),
-            )
-        }
-        None if world == WorldKind::Net => suite::run_case_net(
-            loaded,
-            strategy,
-            &NetOptions {
-                seed,
-                seeded_faults: true,
-                mutations: switch.map(Mutations::with).unwrap_or_default(),
-                ..NetOptions::default()
-            },
-        ),
-        Some(_) if mutant.is_some() => {
-            eprintln!("agentsim: --mutant cannot be combined with --impl");
-            return EXIT_BAD_INPUT;
-        }
-        Some(_) if choices.is_some() => {
-            eprintln!("agentsim: --choices replays the in-process reference only");
-            return EXIT_BAD_INPUT;
-        }
-        Some((command, step_timeout)) if world == WorldKind::Net => {
-            let mut external = crate::protocol::ExternalSubject::new(command.clone(), step_timeout);
-            let options = NetOptions {
-                seed,
-                seeded_faults: true,
-                ..NetOptions::default()
-            };
-            let mut case = suite::run_case_net_on(loaded, strategy, &options, &mut external);
-            case.implementation = Some((command, step_timeout.as_millis() as u64));
-            case
-        }
-        Some((command, step_timeout)) => external::replay_case(loaded, strategy, seed, &command, step_timeout),
-        None => match &choices {
-            Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, subject(mutant).as_mut()),
-            None => suite::run_case(loaded, strategy, seed, subject(mutant).as_mut()),
-        },
     };
     let mut case = case;
     case.restrict(&selection);

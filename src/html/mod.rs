@@ -23,14 +23,13 @@ mod tree;
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::check::Violation;
 use crate::explore::ExploreSummary;
+use crate::implementation::Implementation;
 use crate::protocol::diff::{self, Divergence};
 use crate::scenario::{LoadedScenario, Scenario};
-use crate::sim::reference::ReferenceSubject;
-use crate::sim::{StrategyKind, Subject};
+use crate::sim::StrategyKind;
 use crate::suite::{self, CaseReport, Verdict};
 use crate::trace::{render_line, Trace};
 
@@ -499,7 +498,7 @@ pub fn page_file_name(name: &str, suffix: &str) -> String {
 /// divergence view of an `--impl` case.
 pub fn reference_trace(loaded: &LoadedScenario, report: &CaseReport) -> Option<Trace> {
     report.implementation.as_ref()?;
-    let case = suite::run_case(loaded, report.strategy, report.seed, &mut ReferenceSubject::new());
+    let case = suite::run_case(loaded, report.strategy, report.seed, &Implementation::reference());
     case.outcome.map(|outcome| outcome.trace)
 }
 
@@ -541,8 +540,7 @@ pub fn write_explore_pages(
     corpus: &[LoadedScenario],
     summary: &ExploreSummary,
     strategy: StrategyKind,
-    implementation: Option<(&str, Duration)>,
-    make_subject: &(dyn Fn() -> Box<dyn Subject> + Sync),
+    implementation: &Implementation,
 ) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
@@ -551,8 +549,8 @@ pub fn write_explore_pages(
         let Some(loaded) = corpus.iter().find(|loaded| loaded.name == failure.scenario) else {
             continue;
         };
-        let report = match (implementation, &failure.choices) {
-            (Some((command, step_timeout)), _) => {
+        let report = match (implementation.is_adapter(), &failure.choices) {
+            (true, _) => {
                 // An adapter replays by strategy and seed; the origin names the seed.
                 let Some(seed) = failure
                     .origin
@@ -561,18 +559,17 @@ pub fn write_explore_pages(
                 else {
                     continue;
                 };
-                let mut subject = crate::protocol::ExternalSubject::new(command, step_timeout);
-                let mut report = suite::run_case(loaded, strategy, seed, &mut subject);
-                drop(subject);
-                report.implementation = Some((command.to_string(), step_timeout.as_millis() as u64));
-                let reference = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
+                let mut report = suite::run_case(loaded, strategy, seed, implementation);
+                let reference = suite::run_case(loaded, strategy, seed, &Implementation::reference());
                 if let (Some(ours), Some(theirs)) = (&report.outcome, &reference.outcome) {
                     report.divergence = diff::first_divergence(&theirs.trace, &ours.trace);
                 }
                 report
             }
-            (None, Some(choices)) => suite::run_case_on_choices(loaded, choices, make_subject().as_mut()),
-            (None, None) => continue,
+            (false, Some(choices)) => {
+                suite::run_case_on_choices(loaded, choices, implementation, &mut implementation.subject())
+            }
+            (false, None) => continue,
         };
         let name = page_name(&report, &format!(".{}", number + 1));
         let path = dir.join(&name);

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::check::Timeline;
 use crate::scenario::Scenario;
+use crate::sim::BoxedSubject;
 use crate::store::SyncPolicy;
 use crate::trace::AppendAnswer;
 
@@ -27,15 +28,21 @@ pub struct CrashReport {
 }
 
 /// Crashes the store at up to `points` distinct steps spread evenly over the run, with sync
-/// `sync` (the scenario's other faults stay as written).
-pub fn crash_test(scenario: &Scenario, sync: SyncPolicy, points: u64, seed: u64) -> Result<CrashReport, NetError> {
+/// `sync` (the scenario's other faults stay as written), on `subject`.
+pub fn crash_test(
+    scenario: &Scenario,
+    sync: SyncPolicy,
+    points: u64,
+    seed: u64,
+    subject: &mut BoxedSubject,
+) -> Result<CrashReport, NetError> {
     let mut scenario = scenario.clone();
     scenario.net.get_or_insert_with(Default::default).sync = sync;
     let options = NetOptions {
         seed,
         ..NetOptions::default()
     };
-    let steps = run_net(&scenario, &options)?.steps;
+    let steps = run_net(&scenario, &options, subject)?.steps;
     let mut report = CrashReport {
         steps,
         ..CrashReport::default()
@@ -51,6 +58,7 @@ pub fn crash_test(scenario: &Scenario, sync: SyncPolicy, points: u64, seed: u64)
                 crash_at_step: Some(step),
                 ..options.clone()
             },
+            subject,
         )?;
         report.points += 1;
         let (acknowledged, lost) = acknowledged_and_lost(&scenario, &run.outcome);

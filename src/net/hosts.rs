@@ -28,6 +28,7 @@ use crate::shell::{
 };
 use crate::sim::fakes::{model_reply, Scripts, FAKE_API, FAKE_MODEL, FAKE_PROVIDER};
 use crate::sim::reference::runtime_parts;
+use crate::sim::BoxedSubject;
 use crate::store::{FileStore, SimDisk, StoreError, SyncPolicy};
 use crate::trace::{Event, Operation};
 
@@ -508,72 +509,36 @@ impl Observer for Recorder {
     }
 }
 
-/// What runs on the runtime host: the reference in process (with its mutation switches), or
-/// an implementation in another process behind the adapter protocol.
-pub(crate) enum RuntimeUnderTest {
-    Reference(Mutations, crate::runtime::OtherReaders),
-    /// The subject, and where a failure to drive it is kept for the verdict.
-    Subject(SharedSubject, Rc<RefCell<Option<crate::sim::SubjectFailure>>>),
-}
-
-/// A subject the networked world borrows for one run.
-pub(crate) type SharedSubject = Rc<RefCell<dyn crate::sim::Subject>>;
-
 /// Restores the runtime, delivers the operations (each once its `after` holds, concurrently
-/// with the work before it), waits for them to settle or for the world to go idle.
+/// with the work before it), waits for them to settle or for the world to go idle. The
+/// subject (the reference, a mutant, an adapter process) is lent for the run; a failure to
+/// drive it is kept in `failure` for the verdict.
 pub(crate) async fn runtime_client(
     shared: Shared,
     scenario: Rc<Scenario>,
     plan: Rc<NetPlan>,
-    under_test: RuntimeUnderTest,
+    subject: Rc<RefCell<BoxedSubject>>,
+    failure: Rc<RefCell<Option<crate::sim::SubjectFailure>>>,
 ) -> HostResult {
-    enum Started {
-        Reference(Box<Runtime>),
-        Subject(SubjectCore<dyn crate::sim::Subject>),
+    // The subject's steps are synchronous: no simulated time passes while it works.
+    let restored = subject.borrow_mut().start(&scenario);
+    match restored {
+        Ok(Ok(restored)) => {
+            shared.borrow_mut().push(Event::Restored {
+                leaf: restored.leaf,
+                messages: restored.messages,
+            });
+        }
+        Ok(Err(cause)) => {
+            shared.borrow_mut().push(Event::RestoreFailed { cause });
+            return Ok(());
+        }
+        Err(error) => {
+            *failure.borrow_mut() = Some(error);
+            return Ok(());
+        }
     }
-    let started = match under_test {
-        RuntimeUnderTest::Reference(mutations, other_readers) => {
-            let (config, mut deps) = runtime_parts(&scenario, mutations);
-            deps.other_readers = other_readers;
-            match Runtime::restore(config, deps, &scenario.session) {
-                Ok(mut runtime) => {
-                    let messages = runtime.control().state().messages.len();
-                    shared.borrow_mut().push(Event::Restored {
-                        leaf: runtime.leaf().map(str::to_string),
-                        messages,
-                    });
-                    Started::Reference(Box::new(runtime))
-                }
-                Err(error) => {
-                    shared.borrow_mut().push(Event::RestoreFailed {
-                        cause: Cause::new(error.code(), error.to_string()),
-                    });
-                    return Ok(());
-                }
-            }
-        }
-        RuntimeUnderTest::Subject(subject, failure) => {
-            // The adapter's steps are synchronous: no simulated time passes while it works.
-            let restored = subject.borrow_mut().start(&scenario);
-            match restored {
-                Ok(Ok(restored)) => {
-                    shared.borrow_mut().push(Event::Restored {
-                        leaf: restored.leaf,
-                        messages: restored.messages,
-                    });
-                    Started::Subject(SubjectCore { subject, failure })
-                }
-                Ok(Err(cause)) => {
-                    shared.borrow_mut().push(Event::RestoreFailed { cause });
-                    return Ok(());
-                }
-                Err(error) => {
-                    *failure.borrow_mut() = Some(error);
-                    return Ok(());
-                }
-            }
-        }
-    };
+    let core = SubjectCore { subject, failure };
     let local = Rc::new(LocalTools {
         shared: shared.clone(),
         scenario: scenario.clone(),
@@ -592,10 +557,7 @@ pub(crate) async fn runtime_client(
         output: local,
         observer: Some(Rc::new(Recorder { shared: shared.clone() })),
     };
-    let shell = match started {
-        Started::Reference(runtime) => Shell::spawn(*runtime, services).0,
-        Started::Subject(core) => Shell::spawn(core, services).0,
-    };
+    let shell = Shell::spawn(core, services).0;
     let mut calls = Vec::new();
     let mut delivered = 0;
     for spec in &scenario.operations {

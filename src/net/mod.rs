@@ -35,10 +35,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::model::SessionEntry;
-use crate::runtime::{EffectId, Mutations};
+use crate::runtime::EffectId;
 use crate::scenario::{NetFaultKind, Scenario};
 use crate::sim::rng::Rng;
-use crate::sim::{Counters, RunOutcome};
+use crate::sim::{BoxedSubject, Counters, Lent, RunOutcome};
 use crate::trace::{Event, NetChange, Trace};
 
 pub const STORE_HOST: &str = "store";
@@ -60,9 +60,6 @@ pub struct NetOptions {
     pub seeded_faults: bool,
     /// Crash the store host after this many simulation steps (the crash test).
     pub crash_at_step: Option<u64>,
-    pub mutations: Mutations,
-    /// Who else reads the reference's clock and ids (the fairness test's variant).
-    pub other_readers: crate::runtime::OtherReaders,
 }
 
 /// One run in the networked world.
@@ -185,36 +182,23 @@ fn seeded_episodes(seed: u64) -> Vec<Episode> {
         .collect()
 }
 
-/// Runs `scenario` in the networked world, on the in-process reference.
-pub fn run_net(scenario: &Scenario, options: &NetOptions) -> Result<NetRun, NetError> {
-    run_net_on(scenario, options, None)
-}
-
-/// Runs `scenario` in the networked world on `external`, an implementation behind the adapter
-/// protocol: the world borrows the subject (and its adapter process) for the run and gives it
-/// back, so a protocol-2 adapter serves the next run too.
-pub fn run_net_external(
-    scenario: &Scenario,
-    options: &NetOptions,
-    external: &mut crate::protocol::ExternalSubject,
-) -> Result<NetRun, NetError> {
-    let lent = Rc::new(RefCell::new(external.take()));
-    let run = run_net_on(scenario, options, Some(lent.clone()));
-    // Every host is dropped with the world, so the subject comes back (else the next run
-    // simply starts a new adapter).
-    if let Ok(subject) = Rc::try_unwrap(lent) {
-        *external = subject.into_inner();
+/// Runs `scenario` in the networked world on `subject`: the world takes the subject for the
+/// run (its runtime is the runtime host's task) and gives it back, so an adapter process
+/// serves the next run too. A failure to drive the subject is `NetRun::failure`.
+pub fn run_net(scenario: &Scenario, options: &NetOptions, subject: &mut BoxedSubject) -> Result<NetRun, NetError> {
+    let lent = Rc::new(RefCell::new(std::mem::replace(subject, Box::new(Lent))));
+    let run = run_net_on(scenario, options, lent.clone());
+    // Every host is dropped with the world, so the subject comes back.
+    if let Ok(cell) = Rc::try_unwrap(lent) {
+        *subject = cell.into_inner();
     }
     run
 }
 
-/// Runs `scenario` in the networked world on `subject` (an implementation behind the adapter
-/// protocol, lent for the run), or on the in-process reference with `options.mutations` when
-/// `None`. A failure to drive the subject is `NetRun::failure`.
-pub fn run_net_on(
+fn run_net_on(
     scenario: &Scenario,
     options: &NetOptions,
-    subject: Option<Rc<RefCell<dyn crate::sim::Subject>>>,
+    subject: Rc<RefCell<BoxedSubject>>,
 ) -> Result<NetRun, NetError> {
     let plan = scenario.net.clone().unwrap_or_default();
     let turmoil_seed = turmoil_seed(options.seed);
@@ -253,13 +237,15 @@ pub fn run_net_on(
         sim.host(MODEL_HOST, move || hosts::model_server(scenario.clone()));
     }
     let failure = Rc::new(RefCell::new(None));
-    let under_test = match &subject {
-        Some(subject) => hosts::RuntimeUnderTest::Subject(subject.clone(), failure.clone()),
-        None => hosts::RuntimeUnderTest::Reference(options.mutations.clone(), options.other_readers),
-    };
     sim.client(
         RUNTIME_HOST,
-        hosts::runtime_client(shared.clone(), scenario.clone(), plan.clone(), under_test),
+        hosts::runtime_client(
+            shared.clone(),
+            scenario.clone(),
+            plan.clone(),
+            subject.clone(),
+            failure.clone(),
+        ),
     );
 
     let mut episodes: Vec<Episode> = plan
@@ -306,11 +292,9 @@ pub fn run_net_on(
     })?;
     drop(sim);
     // Only now is the subject's run over: effects may complete while the verifier reads.
-    if let Some(subject) = &subject {
-        if failure.borrow().is_none() {
-            if let Err(error) = subject.borrow_mut().finish() {
-                *failure.borrow_mut() = Some(error);
-            }
+    if failure.borrow().is_none() {
+        if let Err(error) = subject.borrow_mut().finish() {
+            *failure.borrow_mut() = Some(error);
         }
     }
     let failure = failure.borrow_mut().take();

@@ -345,14 +345,6 @@ fn quote_line(line: &str) -> String {
 }
 
 impl Subject for ExternalSubject {
-    fn as_external(&mut self) -> Option<&mut ExternalSubject> {
-        Some(self)
-    }
-
-    fn implementation(&self) -> Option<(String, u64)> {
-        Some((self.command.clone(), self.step_timeout.as_millis() as u64))
-    }
-
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
         if self.failed || self.run_live || !self.reusable() {
             self.stop();
@@ -517,5 +509,37 @@ impl Subject for ExternalSubject {
         Err(self.malformed(format!(
             "more than {MESSAGES_PER_STEP_MAX} messages without `idle` while the kit waited for {waiting_for}"
         )))
+    }
+}
+
+/// An [`ExternalSubject`] its owner keeps a handle to while a runner drives it (as a
+/// [`BoxedSubject`](crate::sim::BoxedSubject), which the networked world takes for a run): the
+/// owner reads the adapter's `hello` and pid between runs.
+#[derive(Clone)]
+pub struct SharedExternal(std::sync::Arc<std::sync::Mutex<ExternalSubject>>);
+
+impl SharedExternal {
+    pub fn new(subject: ExternalSubject) -> SharedExternal {
+        SharedExternal(std::sync::Arc::new(std::sync::Mutex::new(subject)))
+    }
+
+    /// The subject, between runs. A runner that panicked while holding it poisons nothing the
+    /// owner reads.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, ExternalSubject> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Subject for SharedExternal {
+    fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
+        self.lock().start(scenario)
+    }
+
+    fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        self.lock().deliver(input, effects)
+    }
+
+    fn finish(&mut self) -> Result<(), SubjectFailure> {
+        self.lock().finish()
     }
 }

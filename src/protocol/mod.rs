@@ -18,9 +18,10 @@
 pub mod convert;
 pub mod diff;
 pub mod external;
+pub mod pool;
 pub mod process;
 pub mod serve;
 pub mod shape;
 pub mod wire;
 
-pub use external::{ExternalSubject, STEP_TIMEOUT_DEFAULT};
+pub use external::{ExternalSubject, SharedExternal, STEP_TIMEOUT_DEFAULT};

@@ -37,7 +37,9 @@ pub struct Restored {
     pub messages: usize,
 }
 
-/// The system under test.
+/// The system under test: only the driving methods. Who it is (the reference, a mutant, an
+/// adapter process) is the `Implementation` it was built from (`src/implementation.rs`),
+/// chosen once by the caller; the scheduler never asks.
 pub trait Subject {
     /// Creates the runtime from the scenario's session, config and dependencies. The inner
     /// `Err` is a restore rejection (a verdict about the runtime, not a failure of the subject).
@@ -49,31 +51,42 @@ pub trait Subject {
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         Ok(())
     }
-    /// The in-process reference's mutation switches; `None` for any other subject. In the
-    /// networked world (`net`) the runtime is a host's task: the reference with these switches,
-    /// or an external implementation (see `as_external`).
-    fn reference_mutations(&self) -> Option<crate::runtime::Mutations> {
-        None
+}
+
+/// A subject owned by its runner: the networked world takes it for a run and gives it back.
+pub type BoxedSubject = Box<dyn Subject + Send>;
+
+impl Subject for BoxedSubject {
+    fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
+        (**self).start(scenario)
     }
-    /// Who else reads the in-process reference's clock and ids (the networked world builds the
-    /// reference with them); nobody for every other subject.
-    fn reference_other_readers(&self) -> crate::runtime::OtherReaders {
-        crate::runtime::OtherReaders::default()
+
+    fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        (**self).deliver(input, effects)
     }
-    /// An implementation behind the adapter protocol, which the networked world borrows for a
-    /// run of a `net` scenario; `None` for every in-process subject.
-    fn as_external(&mut self) -> Option<&mut crate::protocol::ExternalSubject> {
-        None
+
+    fn finish(&mut self) -> Result<(), SubjectFailure> {
+        (**self).finish()
     }
-    /// The name of the zoo's mutant this subject runs (replay commands carry it); `None` for
-    /// the reference itself and for any other implementation.
-    fn mutant_name(&self) -> Option<&'static str> {
-        None
+}
+
+/// Where a subject was while the networked world had it: driving it is a protocol breach.
+#[derive(Debug, Default)]
+pub struct Lent;
+
+impl Subject for Lent {
+    fn start(&mut self, _: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
+        Err(lent_failure())
     }
-    /// The adapter command and its step timeout (ms) of an external implementation, for
-    /// replay commands; `None` in process.
-    fn implementation(&self) -> Option<(String, u64)> {
-        None
+
+    fn deliver(&mut self, _: Input, _: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        Err(lent_failure())
+    }
+}
+
+fn lent_failure() -> SubjectFailure {
+    SubjectFailure::Protocol {
+        message: "the subject was lent to the networked world and not given back".into(),
     }
 }
 

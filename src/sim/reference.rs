@@ -88,18 +88,6 @@ impl Subject for ReferenceSubject {
         }
     }
 
-    fn reference_mutations(&self) -> Option<Mutations> {
-        Some(self.mutations.clone())
-    }
-
-    fn reference_other_readers(&self) -> OtherReaders {
-        self.other_readers
-    }
-
-    fn mutant_name(&self) -> Option<&'static str> {
-        self.mutations.name()
-    }
-
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
         let runtime = self.runtime.as_mut().ok_or_else(|| SubjectFailure::Protocol {
             message: "an input was delivered before a successful start".into(),

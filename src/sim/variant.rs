@@ -121,14 +121,6 @@ impl ConformingVariant {
 impl Subject for ConformingVariant {
     /// In the networked world the runtime is a host's task built from these: the reference
     /// with the same other readers (its effect ids there are the world's own).
-    fn reference_mutations(&self) -> Option<crate::runtime::Mutations> {
-        Some(crate::runtime::Mutations::none())
-    }
-
-    fn reference_other_readers(&self) -> OtherReaders {
-        self.inner.reference_other_readers()
-    }
-
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
         self.effects.clear();
         self.inner.start(scenario)

@@ -11,9 +11,9 @@
 use std::path::Path;
 
 use agentsim::check::{check_all, RULE_IDS};
+use agentsim::implementation::Implementation;
 use agentsim::model::SessionEntry;
 use agentsim::scenario::LoadedScenario;
-use agentsim::sim::reference::ReferenceSubject;
 use agentsim::sim::StrategyKind;
 use agentsim::suite::{load_corpus, run_case, CaseReport};
 use agentsim::trace::{Event, Trace};
@@ -492,8 +492,8 @@ fn scenario<'c>(corpus: &'c [LoadedScenario], name: &str) -> &'c LoadedScenario 
 }
 
 /// The canonical run of `loaded` on `subject`.
-fn canonical(loaded: &LoadedScenario, subject: &mut dyn agentsim::sim::Subject) -> CaseReport {
-    run_case(loaded, StrategyKind::Scripted, 0, subject)
+fn canonical(loaded: &LoadedScenario, implementation: &Implementation) -> CaseReport {
+    run_case(loaded, StrategyKind::Scripted, 0, implementation)
 }
 
 /// The rules (catalogue IDs only) a bite's bad trace breaks.
@@ -501,7 +501,7 @@ fn rules_broken(loaded: &LoadedScenario, bad: &Bad) -> Vec<String> {
     match bad {
         Bad::Mutant(name) => {
             let mutant = Mutant::from_name(name).unwrap_or_else(|| panic!("no mutant named {name}"));
-            canonical(loaded, mutant.subject().as_mut())
+            canonical(loaded, &Implementation::mutant(mutant))
                 .violations
                 .into_iter()
                 .map(|violation| violation.rule)
@@ -509,7 +509,7 @@ fn rules_broken(loaded: &LoadedScenario, bad: &Bad) -> Vec<String> {
                 .collect()
         }
         Bad::Edit(edit) => {
-            let case = canonical(loaded, &mut ReferenceSubject::new());
+            let case = canonical(loaded, &Implementation::reference());
             let outcome = case.outcome.expect("the reference runs the scenario");
             let (mut trace, mut store) = (outcome.trace, outcome.store);
             edit(&mut trace, &mut store);
@@ -527,7 +527,7 @@ fn every_bite_breaks_its_rule_and_the_reference_is_clean() {
     let mut failures = Vec::new();
     for bite in BITES {
         let loaded = scenario(&corpus, bite.scenario);
-        let reference = canonical(loaded, &mut ReferenceSubject::new());
+        let reference = canonical(loaded, &Implementation::reference());
         let reference_rules: Vec<&str> = reference
             .violations
             .iter()
@@ -608,7 +608,7 @@ fn every_situation_detector_fires_on_some_trace() {
             (StrategyKind::Pct { depth: 3 }, 40),
         ] {
             for seed in 0..seeds {
-                let case = run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
+                let case = run_case(loaded, strategy, seed, &Implementation::reference());
                 let Some(outcome) = case.outcome else { continue };
                 let timeline = Timeline::new(&loaded.scenario, &outcome.trace, &outcome.store);
                 for index in reached(&timeline) {

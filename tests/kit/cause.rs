@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use agentsim::implementation::Implementation;
 use agentsim::sim::StrategyKind;
 use agentsim::suite::{load_corpus, run_case, Verdict};
 use agentsim::zoo::Mutant;
@@ -23,7 +24,7 @@ fn a_queue_released_too_early_is_reported_as_queue_1_first() {
             (StrategyKind::Random, 3),
             (StrategyKind::Pct { depth: 3 }, 5),
         ] {
-            let case = run_case(loaded, strategy, seed, mutant.subject().as_mut());
+            let case = run_case(loaded, strategy, seed, &Implementation::mutant(mutant));
             if case.verdict != Verdict::Failed {
                 continue;
             }

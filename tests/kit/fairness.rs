@@ -8,9 +8,8 @@
 
 use std::path::Path;
 
+use agentsim::implementation::Implementation;
 use agentsim::protocol::diff::{first_divergence, first_raw_divergence};
-use agentsim::sim::reference::ReferenceSubject;
-use agentsim::sim::variant::ConformingVariant;
 use agentsim::sim::StrategyKind;
 use agentsim::suite::{load_corpus, run_case, CaseReport, Verdict};
 
@@ -47,7 +46,7 @@ fn a_different_but_correct_implementation_passes_every_scenario() {
     for loaded in corpus() {
         for (strategy, seeds) in strategies.clone() {
             for seed in seeds {
-                let report = run_case(&loaded, strategy, seed, &mut ConformingVariant::new());
+                let report = run_case(&loaded, strategy, seed, &Implementation::conforming_variant());
                 match report.verdict {
                     Verdict::Passed => judged += 1,
                     _ => failures.push_str(&describe(&report)),
@@ -90,8 +89,8 @@ fn a_different_but_correct_implementation_has_no_divergence_that_matters() {
             (StrategyKind::Random, 7),
             (StrategyKind::Pct { depth: 3 }, 3),
         ] {
-            let reference = run_case(&loaded, strategy, seed, &mut ReferenceSubject::new());
-            let variant = run_case(&loaded, strategy, seed, &mut ConformingVariant::new());
+            let reference = run_case(&loaded, strategy, seed, &Implementation::reference());
+            let variant = run_case(&loaded, strategy, seed, &Implementation::conforming_variant());
             let (Some(reference), Some(variant)) = (&reference.outcome, &variant.outcome) else {
                 continue;
             };

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agentsim::check;
+use agentsim::implementation::Implementation;
 use agentsim::scenario::{self, LoadedScenario};
-use agentsim::sim::reference::ReferenceSubject;
 use agentsim::sim::StrategyKind;
 use agentsim::store::{check_session, parse_session, FindingCode, Limits};
 use agentsim::suite;
@@ -567,7 +567,7 @@ fn fuzz_mutated_inputs_end_in_a_verdict_or_a_located_error() {
             Ok(loaded) => {
                 loaded_count += 1;
                 let loaded: LoadedScenario = loaded;
-                let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
+                let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
                 let _ = agentsim::cli::exit_code(std::slice::from_ref(&report));
             }
             Err(error) => {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agentsim::html::{lanes::LANES, render_page};
-use agentsim::sim::reference::ReferenceSubject;
+use agentsim::implementation::Implementation;
 use agentsim::sim::StrategyKind;
 use agentsim::suite::{self, CaseReport, Verdict};
 use agentsim::zoo::Mutant;
@@ -254,7 +254,7 @@ fn assert_script_ran(dom: &str) {
 fn mutant_case() -> (agentsim::scenario::LoadedScenario, CaseReport) {
     let loaded = load(POISON);
     let mutant = Mutant::from_name("poison-not-stored").expect("a mutant of the zoo");
-    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, mutant.subject().as_mut());
+    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
     assert_eq!(report.verdict, Verdict::Failed, "the mutant fails the poison scenario");
     (loaded, report)
 }
@@ -263,7 +263,7 @@ fn mutant_case() -> (agentsim::scenario::LoadedScenario, CaseReport) {
 fn html_walkthrough_page_shows_five_lanes_every_event_and_the_tree_in_chromium() {
     let dir = scratch("walkthrough");
     let loaded = load(WALKTHROUGH);
-    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
+    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
     assert_eq!(report.verdict, Verdict::Passed);
     let events = report.outcome.as_ref().expect("a trace").trace.events.len();
     let page = dir.join("walkthrough.html");
@@ -473,7 +473,7 @@ fn html_page_marks_the_root_cause_and_its_badges_cover_nothing_in_chromium() {
     let dir = scratch("root-cause");
     let loaded = load("scenarios/lab13/lab13-2-3b-tools-and-signal-across-two-runs.json");
     let mutant = Mutant::from_name("settled-after-next-run-starts").expect("a mutant of the zoo");
-    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, mutant.subject().as_mut());
+    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
     assert!(report.violations.len() >= 5, "a busy case: {:?}", report.violations);
     let root = report.violations[0].rule.clone();
     assert_eq!(root, "QUEUE-1", "the queue released too early is the root cause");

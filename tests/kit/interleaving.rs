@@ -9,9 +9,9 @@ use std::path::Path;
 
 use agentsim::check::RULE_IDS;
 use agentsim::explore::hunt_mutant;
+use agentsim::implementation::Implementation;
 use agentsim::scenario;
-use agentsim::sim::reference::ReferenceSubject;
-use agentsim::sim::{StrategyKind, Subject};
+use agentsim::sim::StrategyKind;
 use agentsim::suite::{load_corpus, run_case, Verdict};
 use agentsim::zoo::Mutant;
 
@@ -36,7 +36,7 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             .iter()
             .find(|loaded| loaded.name == kill.scenario)
             .expect("the killing scenario");
-        let case = run_case(loaded, kill.strategy, kill.seed, mutant.subject().as_mut());
+        let case = run_case(loaded, kill.strategy, kill.seed, &Implementation::mutant(mutant));
         let choices: Vec<usize> = case
             .outcome
             .expect("the killing run ran")
@@ -44,13 +44,12 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             .iter()
             .map(|(index, _)| *index)
             .collect();
-        let make_subject = || -> Box<dyn Subject> { mutant.subject() };
         let shrunk = agentsim::shrink::shrink(
             loaded,
             &choices,
             &kill.rule,
             &agentsim::check::Selection::all(),
-            &make_subject,
+            &Implementation::mutant(mutant),
             "the test",
         )
         .unwrap_or_else(|error| panic!("{}: {error}", mutant.name()));
@@ -73,7 +72,7 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             "{}: no pinned schedule",
             mutant.name()
         );
-        let replayed = run_case(&pinned, StrategyKind::Scripted, 0, mutant.subject().as_mut());
+        let replayed = run_case(&pinned, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
         assert!(
             replayed.violations.iter().any(|violation| violation.rule == kill.rule),
             "{}: the shrunk scenario does not fail {} under a plain run: {:?}",
@@ -81,7 +80,7 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             kill.rule,
             replayed.violations
         );
-        let reference = run_case(&pinned, StrategyKind::Scripted, 0, &mut ReferenceSubject::new());
+        let reference = run_case(&pinned, StrategyKind::Scripted, 0, &Implementation::reference());
         assert_eq!(
             reference.verdict,
             Verdict::Passed,
@@ -133,7 +132,7 @@ fn every_rule_holds_whatever_the_observers_latency() {
             .chain((0..8).map(|seed| (StrategyKind::Random, seed)))
             .chain((0..8).map(|seed| (StrategyKind::Pct { depth: 3 }, seed)));
         for (strategy, seed) in strategies {
-            let report = run_case(&observed, strategy, seed, &mut ReferenceSubject::new());
+            let report = run_case(&observed, strategy, seed, &Implementation::reference());
             assert!(
                 matches!(report.verdict, Verdict::Passed),
                 "{} with observers under {} seed {seed}: {:?} {:?}",
@@ -163,7 +162,7 @@ fn the_regression_shrunk_from_pi_passes_on_the_reference() {
         loaded,
         agentsim::sim::StrategyKind::Scripted,
         0,
-        &mut agentsim::sim::reference::ReferenceSubject::new(),
+        &Implementation::reference(),
     );
     assert_eq!(case.verdict, Verdict::Passed, "{:?}", case.violations);
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentsim::findings::shape;
+use agentsim::implementation::Implementation;
 use agentsim::sim::StrategyKind;
 use agentsim::suite::{load_corpus, run_case, CaseReport, Verdict};
 use agentsim::zoo::Mutant;
@@ -77,7 +78,7 @@ fn cases() -> Vec<CaseReport> {
     let mut cases = Vec::new();
     for mutant in Mutant::all() {
         for loaded in &corpus {
-            let case = run_case(loaded, StrategyKind::Scripted, 0, mutant.subject().as_mut());
+            let case = run_case(loaded, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
             if case.verdict == Verdict::Failed {
                 cases.push(case);
             }

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use agentsim::implementation::Implementation;
 use agentsim::model::{AssistantBlock, AssistantMessage, SessionEntry, StopReason, Usage};
 use agentsim::net::crash::crash_test;
 use agentsim::net::{run_net, NetOptions};
@@ -30,8 +31,9 @@ fn crash_test_loses_no_acknowledged_entry_with_sync_on_and_does_without() {
     let corpus = corpus(&["scenarios/wiring", "scenarios/lab13"]);
     let (mut points, mut acknowledged, mut lost_on, mut lost_off) = (0, 0, 0, 0);
     for loaded in &corpus {
-        let on = crash_test(&loaded.scenario, SyncPolicy::EveryAppend, 100, 0).expect("the world runs");
-        let off = crash_test(&loaded.scenario, SyncPolicy::None, 100, 0).expect("the world runs");
+        let mut subject = Implementation::reference().subject();
+        let on = crash_test(&loaded.scenario, SyncPolicy::EveryAppend, 100, 0, &mut subject).expect("the world runs");
+        let off = crash_test(&loaded.scenario, SyncPolicy::None, 100, 0, &mut subject).expect("the world runs");
         points += on.points;
         acknowledged += on.acknowledged;
         lost_on += on.lost;
@@ -54,8 +56,17 @@ fn a_networked_run_is_deterministic_and_seeds_differ() {
             seeded_faults: true,
             ..NetOptions::default()
         };
-        let first = run_net(scenario, &options).expect("runs").outcome.trace.render();
-        let second = run_net(scenario, &options).expect("runs").outcome.trace.render();
+        let mut subject = Implementation::reference().subject();
+        let first = run_net(scenario, &options, &mut subject)
+            .expect("runs")
+            .outcome
+            .trace
+            .render();
+        let second = run_net(scenario, &options, &mut subject)
+            .expect("runs")
+            .outcome
+            .trace
+            .render();
         assert_eq!(first, second, "seed {seed}");
         renders.push(first);
     }

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentsim::protocol::ExternalSubject;
-use agentsim::sim::reference::ReferenceSubject;
-use agentsim::sim::{StrategyKind, Subject, SubjectFailure};
+use agentsim::implementation::Implementation;
+use agentsim::protocol::{ExternalSubject, SharedExternal};
+use agentsim::sim::{BoxedSubject, StrategyKind, Subject, SubjectFailure};
 use agentsim::suite;
 
 use crate::binary::{agentsim, root, Outcome, BIN};
@@ -73,11 +73,13 @@ fn serve_traces_equal_in_process_traces_for_every_scenario() {
     ];
     // One adapter process for every run (protocol 2): each `reset` must leave nothing behind.
     // `net` scenarios run in the networked world, the adapter answering through its store server.
-    let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
+    let over_wire_impl = Implementation::adapter(serve_command(), Duration::from_secs(20));
+    let shared = SharedExternal::new(ExternalSubject::new(serve_command(), Duration::from_secs(20)));
+    let mut external: BoxedSubject = Box::new(shared.clone());
     for loaded in &corpus {
         for (strategy, seed) in strategies {
-            let in_process = suite::run_case(loaded, strategy, seed, &mut ReferenceSubject::new());
-            let over_wire = suite::run_case(loaded, strategy, seed, &mut external);
+            let in_process = suite::run_case(loaded, strategy, seed, &Implementation::reference());
+            let over_wire = suite::run_case_owned(loaded, strategy, seed, &over_wire_impl, &mut external);
             let what = format!("{} under {} seed {seed}", loaded.name, strategy.spelling());
             let (Some(expected), Some(actual)) = (&in_process.outcome, &over_wire.outcome) else {
                 panic!("{what}: no trace: {:?} / {:?}", in_process.verdict, over_wire.verdict);
@@ -92,7 +94,11 @@ fn serve_traces_equal_in_process_traces_for_every_scenario() {
             assert_eq!(over_wire.violations, in_process.violations, "{what}: violations");
         }
     }
-    assert_eq!(external.processes_spawned(), 1, "protocol 2 reuses its one process");
+    assert_eq!(
+        shared.lock().processes_spawned(),
+        1,
+        "protocol 2 reuses its one process"
+    );
 }
 
 /// Runs the corpus on the counted reference adapter; the report and how many processes ran.
@@ -243,7 +249,9 @@ fn run_impl_serve_passes_the_corpus() {
 fn network_faults_reach_an_adapter_with_the_in_process_traces() {
     let corpus = suite::load_corpus(&[root().join("scenarios/durability")]).expect("the corpus loads");
     assert!(corpus.len() >= 6);
-    let mut external = ExternalSubject::new(serve_command(), Duration::from_secs(20));
+    let over_wire_impl = Implementation::adapter(serve_command(), Duration::from_secs(20));
+    let shared = SharedExternal::new(ExternalSubject::new(serve_command(), Duration::from_secs(20)));
+    let mut external: BoxedSubject = Box::new(shared.clone());
     // Runs in which a partition, hold or crash happened.
     let mut faulted = 0;
     for loaded in &corpus {
@@ -255,8 +263,16 @@ fn network_faults_reach_an_adapter_with_the_in_process_traces() {
                 seeded_faults,
                 ..agentsim::net::NetOptions::default()
             };
-            let in_process = suite::run_case_net(loaded, StrategyKind::Scripted, &options);
-            let over_wire = suite::run_case_net_on(loaded, StrategyKind::Scripted, &options, &mut external);
+            let reference = Implementation::reference();
+            let in_process = suite::run_case_net(
+                loaded,
+                StrategyKind::Scripted,
+                &options,
+                &reference,
+                &mut reference.subject(),
+            );
+            let over_wire =
+                suite::run_case_net(loaded, StrategyKind::Scripted, &options, &over_wire_impl, &mut external);
             let what = format!("{} seed {seed} seeded faults {seeded_faults}", loaded.name);
             let (Some(expected), Some(actual)) = (&in_process.outcome, &over_wire.outcome) else {
                 panic!("{what}: no trace: {:?} / {:?}", in_process.verdict, over_wire.verdict);
@@ -281,7 +297,7 @@ fn network_faults_reach_an_adapter_with_the_in_process_traces() {
     }
     assert!(faulted >= corpus.len() * 3, "only {faulted} runs had a network fault");
     assert_eq!(
-        external.processes_spawned(),
+        shared.lock().processes_spawned(),
         1,
         "one adapter process served every networked run"
     );
@@ -934,17 +950,10 @@ fn explore_expect_lists_schedule_dependent_deviations_once() {
 /// run with failures and not-applicable cases; and the root column adds up to the failures.
 #[test]
 fn the_markdown_matrix_counts_every_scenario_once_per_rule() {
-    let run = agentsim(
-        &[
-            "run",
-            "scenarios/",
-            "--mutant",
-            "settled-after-next-run-starts",
-            "--format",
-            "markdown",
-        ],
-        &[],
-    );
+    // A mutant of the reference served by an adapter that declares `library` unsupported:
+    // cases pass, fail and are not applicable.
+    let adapter = format!("tests/fixtures/adapters/no-library-serve.sh {BIN} --mutant poison-not-stored");
+    let run = agentsim(&["run", "--impl", &adapter, "scenarios/", "--format", "markdown"], &[]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     let result = run
         .stdout

@@ -192,9 +192,6 @@ fn tidy_no_module_imports_a_higher_layer() {
         }
     }
     assert!(layer_of.len() > 10, "the layer table was not found: {layer_of:?}");
-    // FIXME(issue 22): the Subject trait names the external subject until the Implementation
-    // value lands.
-    let known: &[(&str, &str)] = &[("sim", "protocol")];
     let mut upward = Vec::new();
     for (module, layer) in &layer_of {
         let path = root.join("src").join(module);
@@ -213,7 +210,7 @@ fn tidy_no_module_imports_a_higher_layer() {
                 ]
                 .iter()
                 .any(|path| source.contains(path.as_str()));
-                if other_layer > layer && imports && !known.contains(&(module.as_str(), other.as_str())) {
+                if other_layer > layer && imports {
                     upward.push(format!(
                         "{} imports `{other}` (layer {other_layer} above {layer})",
                         file.display()

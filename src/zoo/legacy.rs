@@ -845,10 +845,6 @@ impl Subject for SeamSubject {
         })
     }
 
-    fn mutant_name(&self) -> Option<&'static str> {
-        Some(self.bug.name())
-    }
-
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.inner.finish()
     }

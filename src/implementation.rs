@@ -1,0 +1,101 @@
+//! What is under test, chosen once by the caller: the in-process reference, the fairness test's
+//! different-but-correct variant, or an implementation behind the adapter protocol, each with
+//! or without a mutant of the zoo wrapped around it.
+//!
+//! Every world builds its subject from an [`Implementation`] (the scheduler, the networked
+//! world, the crash test), and every report and replay command describes the run by it; no
+//! runner asks a built subject who it is.
+
+use std::time::Duration;
+
+use crate::protocol::pool::PooledAdapter;
+use crate::sim::reference::ReferenceSubject;
+use crate::sim::variant::ConformingVariant;
+use crate::sim::BoxedSubject;
+use crate::zoo::Mutant;
+
+/// The runtime a subject drives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Base {
+    /// The reference Runtime, in process.
+    Reference,
+    /// The reference as another conforming runtime shows itself (`sim::variant`).
+    ConformingVariant,
+    /// An implementation behind the adapter protocol: `sh -c command`, every wait bounded by
+    /// the step timeout. A worker thread keeps its adapter process between runs.
+    Adapter { command: String, step_timeout: Duration },
+}
+
+/// What is under test. See the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Implementation {
+    pub base: Base,
+    pub mutant: Option<Mutant>,
+}
+
+impl Implementation {
+    pub fn reference() -> Implementation {
+        Implementation {
+            base: Base::Reference,
+            mutant: None,
+        }
+    }
+
+    pub fn conforming_variant() -> Implementation {
+        Implementation {
+            base: Base::ConformingVariant,
+            mutant: None,
+        }
+    }
+
+    pub fn adapter(command: impl Into<String>, step_timeout: Duration) -> Implementation {
+        Implementation {
+            base: Base::Adapter {
+                command: command.into(),
+                step_timeout,
+            },
+            mutant: None,
+        }
+    }
+
+    /// The reference with one mutant of the zoo.
+    pub fn mutant(mutant: Mutant) -> Implementation {
+        Implementation::reference().with_mutant(Some(mutant))
+    }
+
+    pub fn with_mutant(mut self, mutant: Option<Mutant>) -> Implementation {
+        self.mutant = mutant;
+        self
+    }
+
+    /// A fresh subject for one run.
+    pub fn subject(&self) -> BoxedSubject {
+        let base: BoxedSubject = match &self.base {
+            Base::Reference => Box::new(ReferenceSubject::new()),
+            Base::ConformingVariant => Box::new(ConformingVariant::new()),
+            Base::Adapter { command, step_timeout } => Box::new(PooledAdapter::take(command, *step_timeout)),
+        };
+        match self.mutant {
+            Some(mutant) => mutant.wrap(base),
+            None => base,
+        }
+    }
+
+    /// The mutant's name, for replay commands.
+    pub fn mutant_name(&self) -> Option<&'static str> {
+        self.mutant.map(Mutant::name)
+    }
+
+    /// The adapter command and its step timeout in milliseconds, for replay commands.
+    pub fn adapter_command(&self) -> Option<(String, u64)> {
+        match &self.base {
+            Base::Adapter { command, step_timeout } => Some((command.clone(), step_timeout.as_millis() as u64)),
+            Base::Reference | Base::ConformingVariant => None,
+        }
+    }
+
+    /// Whether this is an implementation behind the adapter protocol.
+    pub fn is_adapter(&self) -> bool {
+        matches!(self.base, Base::Adapter { .. })
+    }
+}

@@ -1,0 +1,63 @@
+//! Adapter processes kept between runs: each worker thread keeps the [`ExternalSubject`]s it
+//! used, so that a protocol-2 adapter serves run after run instead of being started per run.
+
+use std::time::Duration;
+
+use crate::runtime::{Cause, Effect, Input};
+use crate::scenario::Scenario;
+use crate::sim::{Restored, Subject, SubjectFailure};
+
+use super::ExternalSubject;
+
+thread_local! {
+    /// The adapter subjects of this worker thread, between runs. Dropped (their processes shut
+    /// down) with the thread.
+    static ADAPTERS: std::cell::RefCell<Vec<ExternalSubject>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An [`ExternalSubject`] borrowed from the thread's pool for one run and put back when
+/// dropped.
+pub struct PooledAdapter(Option<ExternalSubject>);
+
+impl PooledAdapter {
+    /// The thread's subject for `command`, or a new one.
+    pub fn take(command: &str, step_timeout: Duration) -> PooledAdapter {
+        let pooled = ADAPTERS.with(|pool| {
+            let mut pool = pool.borrow_mut();
+            let index = pool
+                .iter()
+                .position(|subject| subject.command() == command && subject.step_timeout() == step_timeout);
+            index.map(|index| pool.swap_remove(index))
+        });
+        PooledAdapter(Some(
+            pooled.unwrap_or_else(|| ExternalSubject::new(command.to_string(), step_timeout)),
+        ))
+    }
+
+    fn subject(&mut self) -> &mut ExternalSubject {
+        self.0.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledAdapter {
+    fn drop(&mut self) {
+        if let Some(subject) = self.0.take() {
+            // During thread teardown the pool may be gone: then the subject just shuts down.
+            let _ = ADAPTERS.try_with(|pool| pool.borrow_mut().push(subject));
+        }
+    }
+}
+
+impl Subject for PooledAdapter {
+    fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
+        self.subject().start(scenario)
+    }
+
+    fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        self.subject().deliver(input, effects)
+    }
+
+    fn finish(&mut self) -> Result<(), SubjectFailure> {
+        self.subject().finish()
+    }
+}
