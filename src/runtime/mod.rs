@@ -1059,7 +1059,7 @@ fn completion_name(completion: &Completion) -> &'static str {
 }
 
 /// The assistant message a run ends with when its context could not be projected.
-fn projection_failure(error: &ProjectionError, timestamp: u64) -> AssistantMessage {
+pub fn projection_failure(error: &ProjectionError, timestamp: u64) -> AssistantMessage {
     AssistantMessage {
         content: Vec::new(),
         api: "agentsim".to_string(),

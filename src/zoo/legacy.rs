@@ -17,7 +17,7 @@ use crate::runtime::{
     StoreOutcome,
 };
 use crate::scenario::Scenario;
-use crate::sim::reference::ReferenceSubject;
+use crate::sim::BoxedSubject;
 use crate::sim::{Restored, Subject, SubjectFailure};
 
 /// One deliberate wiring bug, expressed as a rewrite at the seam.
@@ -258,7 +258,7 @@ struct Facts {
 
 /// The reference behind one seam bug.
 pub struct SeamSubject {
-    inner: ReferenceSubject,
+    inner: BoxedSubject,
     bug: SeamBug,
     facts: Facts,
     /// Messages the store accepted, the restored ones first (projection bugs).
@@ -328,9 +328,9 @@ impl Window {
 }
 
 impl SeamSubject {
-    pub fn new(bug: SeamBug) -> SeamSubject {
+    pub fn new(bug: SeamBug, inner: BoxedSubject) -> SeamSubject {
         SeamSubject {
-            inner: ReferenceSubject::new(),
+            inner,
             bug,
             facts: Facts::default(),
             persisted: Vec::new(),

@@ -1,13 +1,21 @@
 //! The bug zoo: every deliberate bug the kit must catch, by name.
 //!
-//! A mutant is either a decorator at the Subject seam ([`SeamBug`], `seam.rs`), which rewrites
-//! what crosses between the reference and the world, or a switch inside one step of the core
-//! ([`Mutation`], `runtime/mutation.rs`) for a bug that lives inside a step and cannot be
-//! expressed at the seam. `agentsim mutants` hunts them all; only a catalogue rule's violation
-//! counts as a kill (a scenario's `expect` block describes one schedule of the reference and
-//! judges no other implementation).
+//! Every mutant is a decorator at the Subject seam ([`seam`]): it wraps any subject (the
+//! in-process reference, an adapter process, another mutant) and rewrites what crosses between
+//! it and the world, the way a realistic wiring mistake around a correct core would. Each bug
+//! family has a file of its own. `agentsim mutants` hunts them all; only a catalogue rule's
+//! violation counts as a kill (a scenario's `expect` block describes one schedule of the
+//! reference and judges no other implementation). An interleaving-tier mutant must survive
+//! every canonical schedule and fall only to exploration.
+//!
+//! FIXME(issue 22): mutants still marked `Build::Switch` are switches inside the core
+//! (`runtime/mutation.rs`) and those marked `Build::Legacy` are one decorator struct
+//! (`legacy.rs`); both are moving to `Build::Bug` families.
 
 mod legacy;
+mod projection;
+mod restore;
+pub mod seam;
 
 use crate::runtime::{Mutation, Mutations};
 use crate::sim::reference::ReferenceSubject;
@@ -15,80 +23,269 @@ use crate::sim::BoxedSubject;
 
 pub use legacy::{SeamBug, SeamSubject};
 
-/// One named bug of the zoo.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Mutant {
-    /// A switch inside the core.
+/// How a mutant is built.
+enum Build {
+    /// A switch inside the core: the reference with it on (the wrapped subject is dropped).
     Switch(Mutation),
-    /// A decorator at the Subject seam.
-    Seam(SeamBug),
+    /// The legacy seam decorator.
+    Legacy(SeamBug),
+    /// A decorator of the seam's families.
+    Bug(fn() -> Box<dyn seam::Bug>),
+}
+
+/// Which schedules must kill a mutant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    /// Some canonical schedule kills it.
+    Canonical,
+    /// It survives every canonical schedule and falls only to exploration.
+    Interleaving,
+}
+
+use Tier::{Canonical as canonical, Interleaving as interleaving};
+
+/// The zoo's one list: each mutant's variant, name, tier and decorator.
+macro_rules! zoo {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal, $tier:ident, $build:expr; )*) => {
+        /// One named bug of the zoo.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Mutant {
+            $( $(#[doc = $doc])* $variant, )*
+        }
+
+        impl Mutant {
+            /// Every mutant, in the zoo's order.
+            pub const ALL: &'static [Mutant] = &[$(Mutant::$variant),*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Mutant::$variant => $name,)*
+                }
+            }
+
+            fn tier_of(self) -> Tier {
+                match self {
+                    $(Mutant::$variant => $tier,)*
+                }
+            }
+
+            fn build(self) -> Build {
+                match self {
+                    $(Mutant::$variant => $build,)*
+                }
+            }
+        }
+    };
+}
+
+zoo! {
+    /// The chapter's fault injection: the append failure is rethrown but not stored as poison.
+    PoisonNotStored = "poison-not-stored", canonical, Build::Switch(Mutation::PoisonNotStored);
+    /// `beforeCount` read when prompt() is called, not when the operation starts.
+    BeforeCountAtCall = "before-count-at-call", canonical, Build::Switch(Mutation::BeforeCountAtCall);
+    /// The leaf (and active path) advance when the append is issued, before it is accepted.
+    LeafBeforeAccept = "leaf-before-accept", canonical, Build::Switch(Mutation::LeafBeforeAccept);
+    /// The prompt resolves when its last append is issued, not when it is accepted.
+    ResolveBeforeLastAppend = "resolve-before-last-append", canonical, Build::Switch(Mutation::ResolveBeforeLastAppend);
+    /// The whole transcript is persisted: restored history appended again.
+    RestoredHistoryReappended = "restored-history-reappended", canonical, Build::Switch(Mutation::RestoredHistoryReappended);
+    /// The suffix is stored under the temporary `__runtime_context_N` ids.
+    TemporaryEntriesStored = "temporary-entries-stored", canonical, Build::Bug(|| Box::<projection::TemporaryEntriesStored>::default());
+    /// The projection snapshot is captured once at creation and never refreshed.
+    SnapshotCapturedOnce = "snapshot-captured-once", canonical, Build::Bug(|| Box::<projection::SnapshotCapturedOnce>::default());
+    /// The projection slices the last four messages itself instead of using the budget.
+    ProjectionSlicesMessages = "projection-slices-messages", canonical, Build::Bug(|| Box::<projection::ProjectionSlicesMessages>::default());
+    /// Every model request gets a fresh abort signal.
+    SignalPerRequest = "signal-per-request", canonical, Build::Bug(|| Box::<projection::SignalPerRequest>::default());
+    /// dispose() rejects the prompts still queued instead of running them.
+    DisposeDropsQueued = "dispose-drops-queued", canonical, Build::Switch(Mutation::DisposeDropsQueued);
+    /// A second dispose() rejects instead of returning the first one's outcome.
+    DisposeNotIdempotent = "dispose-not-idempotent", canonical, Build::Switch(Mutation::DisposeNotIdempotent);
+    /// flush() starts an agent run of its own.
+    FlushCreatesWork = "flush-creates-work", canonical, Build::Switch(Mutation::FlushCreatesWork);
+    /// A failed append is retried once before the runtime gives up.
+    RetryAfterFailedAppend = "retry-after-failed-append", canonical, Build::Switch(Mutation::RetryAfterFailedAppend);
+    /// Queued prompts still run after poison (new calls are rejected).
+    QueuedRunAfterPoison = "queued-run-after-poison", canonical, Build::Switch(Mutation::QueuedRunAfterPoison);
+    /// The next append is issued without waiting for the previous answer.
+    TwoAppendsInFlight = "two-appends-in-flight", canonical, Build::Switch(Mutation::TwoAppendsInFlight);
+    /// The core tool runs before the extensions' before hooks.
+    CoreOutsideHooks = "core-outside-hooks", canonical, Build::Switch(Mutation::CoreOutsideHooks);
+    /// The inactive skills' bodies are added to the system prompt.
+    InactiveSkillBodyShown = "inactive-skill-body-shown", canonical, Build::Bug(|| Box::<projection::InactiveSkillBodyShown>::default());
+    /// A non-empty session with a null leaf resumes at the last entry.
+    NullLeafResumesLast = "null-leaf-resumes-last", canonical, Build::Bug(|| Box::<restore::NullLeafResumesLast>::default());
+    /// The queue starts the newest waiting prompt first.
+    QueueLifo = "queue-lifo", canonical, Build::Switch(Mutation::QueueLifo);
+    /// Restore takes every message entry of the file, siblings included.
+    RestoreWholeFile = "restore-whole-file", canonical, Build::Bug(|| Box::<restore::RestoreWholeFile>::default());
+    /// Restore walks parents leniently: duplicates, missing parents and cycles pass.
+    RestoreAcceptsBrokenTree = "restore-accepts-broken-tree", canonical, Build::Bug(|| Box::<restore::RestoreAcceptsBrokenTree>::default());
+    /// The persisted count counts every path entry, metadata and compaction included.
+    CountIncludesMetadata = "count-includes-metadata", canonical, Build::Bug(|| Box::<restore::CountIncludesMetadata>::default());
+    /// Temporary ids are not prefixed on a collision: the projection's tree walk breaks.
+    TemporaryIdNotPrefixed = "temporary-id-not-prefixed", canonical, Build::Bug(|| Box::<projection::TemporaryIdNotPrefixed>::default());
+    /// The core tool starts even when the signal fired while the before hooks ran.
+    ToolStartsAfterAbort = "tool-starts-after-abort", canonical, Build::Switch(Mutation::ToolStartsAfterAbort);
+    /// A mode resolves when its write is issued, before the sink answers.
+    ModeSettlesBeforeWrite = "mode-settles-before-write", canonical, Build::Switch(Mutation::ModeSettlesBeforeWrite);
+    /// dispose() rejects the queued prompts (with a code of its own) instead of running them.
+    DisposeRejectsQueued = "dispose-rejects-queued", canonical, Build::Switch(Mutation::DisposeRejectsQueued);
+    /// The core executor does not validate arguments against the tool's schema.
+    ArgumentsNotValidated = "arguments-not-validated", canonical, Build::Switch(Mutation::ArgumentsNotValidated);
+    /// `control.abort()` is accepted but never reaches the agent: the signal never fires.
+    AbortIgnored = "abort-ignored", canonical, Build::Legacy(SeamBug::AbortIgnored);
+    /// The extension host runs no after hook: the core result goes straight to the agent.
+    AfterHooksSkipped = "after-hooks-skipped", canonical, Build::Legacy(SeamBug::AfterHooksSkipped);
+    /// The host's after loop stops one short: the last extension never observes a result.
+    LastAfterHookSkipped = "last-after-hook-skipped", canonical, Build::Legacy(SeamBug::LastAfterHookSkipped);
+    /// The projection sends only persisted messages: the run's temporary suffix is missing.
+    TemporarySuffixDropped = "temporary-suffix-dropped", canonical, Build::Legacy(SeamBug::TemporarySuffixDropped);
+    /// The suffix is computed once per run: later requests lack the call and its result.
+    SuffixFrozenAtUser = "suffix-frozen-at-user", canonical, Build::Legacy(SeamBug::SuffixFrozenAtUser);
+    /// A before hook's deny is logged but the call still runs.
+    DenyIgnored = "deny-ignored", canonical, Build::Legacy(SeamBug::DenyIgnored);
+    /// Arguments rewritten by a before hook are dropped; the original ones go on.
+    RewrittenArgumentsIgnored = "rewritten-arguments-ignored", canonical, Build::Legacy(SeamBug::RewrittenArgumentsIgnored);
+    /// An after hook's rewritten result is dropped; the core result is recorded.
+    AfterRewriteIgnored = "after-rewrite-ignored", canonical, Build::Legacy(SeamBug::AfterRewriteIgnored);
+    /// `steer()` is queued as a follow-up.
+    SteerAsFollowUp = "steer-as-follow-up", canonical, Build::Legacy(SeamBug::SteerAsFollowUp);
+    /// `followUp()` is delivered like a steer, mid-run.
+    FollowUpAsSteer = "follow-up-as-steer", canonical, Build::Legacy(SeamBug::FollowUpAsSteer);
+    /// Control calls resolve only when the runtime next does something.
+    ControlSettlesLate = "control-settles-late", canonical, Build::Legacy(SeamBug::ControlSettlesLate);
+    /// An unknown mode name falls back to `print`.
+    UnknownModeFallsBackToPrint = "unknown-mode-falls-back-to-print", canonical, Build::Legacy(SeamBug::UnknownModeFallsBackToPrint);
+    /// The sink's error is wrapped in a mode error instead of returned unchanged.
+    WriteErrorWrapped = "write-error-wrapped", canonical, Build::Legacy(SeamBug::WriteErrorWrapped);
+    /// dispose() closes the entry only after the queue drained: prompts in between run.
+    DisposeClosesLate = "dispose-closes-late", canonical, Build::Legacy(SeamBug::DisposeClosesLate);
+    /// Prompts after dispose are rejected with a code of the runtime's own.
+    DisposedCodeRenamed = "disposed-code-renamed", canonical, Build::Legacy(SeamBug::DisposedCodeRenamed);
+    /// Tools are sent sorted by name (a map keyed by name), not in registration order.
+    ToolsSortedByName = "tools-sorted-by-name", canonical, Build::Legacy(SeamBug::ToolsSortedByName);
+    /// Tools are sent without descriptions and with an empty parameter schema.
+    ToolSchemaDropped = "tool-schema-dropped", canonical, Build::Legacy(SeamBug::ToolSchemaDropped);
+    /// The resource context comes before the configured system prompt.
+    ResourcesBeforeConfiguredPrompt = "resources-before-configured-prompt", canonical, Build::Legacy(SeamBug::ResourcesBeforeConfiguredPrompt);
+    /// The formatter runs on an empty catalog: a bare `# Pi resources` header appears.
+    ResourceHeaderOnEmptyCatalog = "resource-header-on-empty-catalog", canonical, Build::Legacy(SeamBug::ResourceHeaderOnEmptyCatalog);
+    /// Every tree diagnostic becomes one generic restore error.
+    PathErrorsGeneric = "path-errors-generic", canonical, Build::Legacy(SeamBug::PathErrorsGeneric);
+    /// An empty session ignores the given leaf and starts a new conversation.
+    EmptySessionIgnoresLeaf = "empty-session-ignores-leaf", canonical, Build::Legacy(SeamBug::EmptySessionIgnoresLeaf);
+    /// A null leaf is refused even on an empty session.
+    NullLeafAlwaysRejected = "null-leaf-always-rejected", canonical, Build::Legacy(SeamBug::NullLeafAlwaysRejected);
+    /// Entries are written with timestamp 0 instead of the clock's time.
+    TimestampsNotFromClock = "timestamps-not-from-clock", canonical, Build::Legacy(SeamBug::TimestampsNotFromClock);
+    /// The step bound is read off by one: the agent is built with maxSteps + 1.
+    MaxStepsOffByOne = "max-steps-off-by-one", canonical, Build::Legacy(SeamBug::MaxStepsOffByOne);
+    /// The library adapter always reports reason `stop`.
+    LibraryReasonAlwaysStop = "library-reason-always-stop", canonical, Build::Legacy(SeamBug::LibraryReasonAlwaysStop);
+    /// json mode lists only the run's new messages, not the transcript.
+    JsonMessagesSuffixOnly = "json-messages-suffix-only", canonical, Build::Legacy(SeamBug::JsonMessagesSuffixOnly);
+    /// The runtime waits for its observers before it stores: an append is issued only once
+    /// every observer notification has been answered (Pi awaits extension handlers first).
+    AppendsWaitForObservers = "appends-wait-for-observers", canonical, Build::Legacy(SeamBug::AppendsWaitForObservers);
+    /// An observer's error escapes the extension host: the next prompt to settle rejects with it.
+    ObserverErrorRejectsPrompt = "observer-error-rejects-prompt", canonical, Build::Legacy(SeamBug::ObserverErrorRejectsPrompt);
+    /// `agent_end` handlers are registered to fire once: observers hear only the first run end.
+    AgentEndToldOnce = "agent-end-told-once", canonical, Build::Legacy(SeamBug::AgentEndToldOnce);
+    /// The abort is wired to the agent only between tool rounds: while an after hook runs, it
+    /// is dropped.
+    AbortLostDuringAfterHook = "abort-lost-during-after-hook", interleaving, Build::Legacy(SeamBug::AbortLostDuringAfterHook);
+    /// The abort reaches only the run's first stream: during a later request it is dropped.
+    AbortLostOnLaterRequest = "abort-lost-on-later-request", interleaving, Build::Legacy(SeamBug::AbortLostOnLaterRequest);
+    /// The stream counts as done once its last chunk arrived: an abort before the final
+    /// message is dropped.
+    AbortLostAfterLastChunk = "abort-lost-after-last-chunk", interleaving, Build::Legacy(SeamBug::AbortLostAfterLastChunk);
+    /// A steer while an after hook runs is dropped (the host holds the agent's queue).
+    SteerLostDuringAfterHook = "steer-lost-during-after-hook", interleaving, Build::Legacy(SeamBug::SteerLostDuringAfterHook);
+    /// A steer while a tool runs is dropped.
+    SteerLostDuringTool = "steer-lost-during-tool", canonical, Build::Legacy(SeamBug::SteerLostDuringTool);
+    /// A follow-up during a later request of the run is dropped.
+    FollowUpLostOnLaterRequest = "follow-up-lost-on-later-request", interleaving, Build::Legacy(SeamBug::FollowUpLostOnLaterRequest);
+    /// dispose() waits for the agent, not the store: with no prompt queued it resolves while
+    /// the last run's appends are in flight.
+    DisposeIgnoresPersistingRun = "dispose-ignores-persisting-run", interleaving, Build::Legacy(SeamBug::DisposeIgnoresPersistingRun);
+    /// flush() waits for the agent, not the store: it resolves while appends are in flight.
+    FlushIgnoresPersistingRun = "flush-ignores-persisting-run", canonical, Build::Legacy(SeamBug::FlushIgnoresPersistingRun);
+    /// flush() checks "no model stream open": it resolves while a tool runs.
+    FlushResolvesDuringTool = "flush-resolves-during-tool", interleaving, Build::Legacy(SeamBug::FlushResolvesDuringTool);
+    /// dispose() checks "no model stream open": it resolves while a tool runs.
+    DisposeResolvesDuringTool = "dispose-resolves-during-tool", canonical, Build::Legacy(SeamBug::DisposeResolvesDuringTool);
+    /// A sink error that comes back after the next run got a model response is reported as a
+    /// mode error of the runtime's own.
+    WriteErrorWrappedWhenLate = "write-error-wrapped-when-late", interleaving, Build::Legacy(SeamBug::WriteErrorWrappedWhenLate);
+    /// The queue releases the next prompt before the finished one settles (a promise chain or an
+    /// asyncio task that resolves the caller in a `finally` after starting the next run): the
+    /// settlement is written after the next run's first model request.
+    SettledAfterNextRunStarts = "settled-after-next-run-starts", canonical, Build::Legacy(SeamBug::SettledAfterNextRunStarts);
+    /// A steer during a later request of the run is dropped.
+    SteerLostOnLaterRequest = "steer-lost-on-later-request", interleaving, Build::Legacy(SeamBug::SteerLostOnLaterRequest);
+    /// flush() resolves while an after hook runs.
+    FlushResolvesDuringAfterHook = "flush-resolves-during-after-hook", interleaving, Build::Legacy(SeamBug::FlushResolvesDuringAfterHook);
+    /// flush() resolves during a later request of the run (it watches the first stream only).
+    FlushResolvesOnLaterRequest = "flush-resolves-on-later-request", interleaving, Build::Legacy(SeamBug::FlushResolvesOnLaterRequest);
+    /// dispose() resolves during a later request of the run (it watches the first stream only).
+    DisposeResolvesOnLaterRequest = "dispose-resolves-on-later-request", interleaving, Build::Legacy(SeamBug::DisposeResolvesOnLaterRequest);
 }
 
 impl Mutant {
-    /// Every mutant: the core switches first, then the seam decorators.
+    /// Every mutant, in the zoo's order.
     pub fn all() -> Vec<Mutant> {
-        Mutation::ALL
-            .iter()
-            .map(|mutation| Mutant::Switch(*mutation))
-            .chain(SeamBug::ALL.iter().map(|bug| Mutant::Seam(*bug)))
-            .collect()
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mutant::Switch(mutation) => mutation.name(),
-            Mutant::Seam(bug) => bug.name(),
-        }
+        Mutant::ALL.to_vec()
     }
 
     pub fn from_name(name: &str) -> Option<Mutant> {
-        Mutant::all().into_iter().find(|mutant| mutant.name() == name)
+        Mutant::ALL.iter().copied().find(|mutant| mutant.name() == name)
     }
 
-    /// `switch` or `seam`.
+    /// `switch` (inside the core) or `seam`.
     pub fn kind(self) -> &'static str {
-        match self {
-            Mutant::Switch(_) => "switch",
-            Mutant::Seam(_) => "seam",
+        match self.build() {
+            Build::Switch(_) => "switch",
+            Build::Legacy(_) | Build::Bug(_) => "seam",
         }
     }
 
     /// Whether the mutant belongs to the interleaving tier: it must survive the canonical
     /// schedule of every scenario and fall only to exploration.
     pub fn interleaving_only(self) -> bool {
-        matches!(self, Mutant::Seam(bug) if bug.interleaving_only())
+        self.tier_of() == Tier::Interleaving
     }
 
     /// `canonical` or `interleaving`: the tier `agentsim mutants` holds the mutant to.
     pub fn tier(self) -> &'static str {
-        if self.interleaving_only() {
-            "interleaving"
-        } else {
-            "canonical"
+        match self.tier_of() {
+            Tier::Canonical => "canonical",
+            Tier::Interleaving => "interleaving",
         }
     }
 
-    /// `inner` with this bug. FIXME(issue 22): a core switch and the legacy seam decorator
-    /// still build the reference themselves instead of wrapping `inner`.
+    /// `inner` with this bug at its seam.
     pub fn wrap(self, inner: BoxedSubject) -> BoxedSubject {
-        drop(inner);
-        match self {
-            Mutant::Switch(mutation) => Box::new(ReferenceSubject::with_mutations(Mutations::with(mutation))),
-            Mutant::Seam(bug) => Box::new(SeamSubject::new(bug)),
+        match self.build() {
+            Build::Switch(mutation) => {
+                drop(inner);
+                Box::new(ReferenceSubject::with_mutations(Mutations::with(mutation)))
+            }
+            Build::Legacy(bug) => Box::new(SeamSubject::new(bug, inner)),
+            Build::Bug(bug) => Box::new(seam::Decorated::new(inner, bug())),
         }
     }
 
-    /// The core switch, for the places that build the runtime themselves (`serve`, the
-    /// networked world); `None` for a seam bug.
+    /// The core switch, for `serve`, which builds the runtime itself; `None` for a seam bug.
     pub fn switch(self) -> Option<Mutation> {
-        match self {
-            Mutant::Switch(mutation) => Some(mutation),
-            Mutant::Seam(_) => None,
+        match self.build() {
+            Build::Switch(mutation) => Some(mutation),
+            Build::Legacy(_) | Build::Bug(_) => None,
         }
     }
 }
 
 /// Every mutant's name, for error messages.
 pub fn names() -> Vec<&'static str> {
-    Mutant::all().into_iter().map(Mutant::name).collect()
+    Mutant::ALL.iter().map(|mutant| mutant.name()).collect()
 }
