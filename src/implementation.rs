@@ -75,6 +75,12 @@ impl Implementation {
             Base::ConformingVariant => Box::new(ConformingVariant::new()),
             Base::Adapter { command, step_timeout } => Box::new(PooledAdapter::take(command, *step_timeout)),
         };
+        self.wrap(base)
+    }
+
+    /// `base` (a subject of this implementation's base, which the caller keeps a handle to)
+    /// with the mutant around it, if any.
+    pub fn wrap(&self, base: BoxedSubject) -> BoxedSubject {
         match self.mutant {
             Some(mutant) => mutant.wrap(base),
             None => base,

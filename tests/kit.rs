@@ -11,7 +11,7 @@
 //! the hardening issue) and fuzzes scenario files, session files and protocol lines with a
 //! seeded mutator; `html` loads the HTML pages in headless Chromium; `ci_doc` checks the
 //! commands of docs/ci.md and the implementers' guide parse; `sdk` runs the JavaScript and
-//! Python adapter SDKs' own suites.
+//! Python adapter SDKs' own suites; `zoo` kills every mutant through `serve` as in process.
 
 #[path = "kit/api.rs"]
 mod api;
@@ -51,3 +51,5 @@ mod sdk;
 mod session_file;
 #[path = "kit/tidy.rs"]
 mod tidy;
+#[path = "kit/zoo.rs"]
+mod zoo;

@@ -89,7 +89,7 @@ pub fn bare_core_per_second(scenario: &Scenario, window: Duration) -> Rate {
 }
 
 fn bare_run(scenario: &Scenario) {
-    let (config, deps) = runtime_parts(scenario, Default::default());
+    let (config, deps) = runtime_parts(scenario);
     let Ok(mut runtime) = Runtime::restore(config, deps, &scenario.session) else {
         return;
     };

@@ -1,6 +1,6 @@
 //! PERSIST: only the new suffix, one entry at a time, leaf after acceptance, resolve after all.
 
-use crate::model::{Message, SessionEntry};
+use crate::model::{parse_iso_timestamp, Message, SessionEntry};
 use crate::runtime::{OpValue, Settlement};
 
 use super::timeline::Timeline;
@@ -304,46 +304,12 @@ pub fn appends_start_after_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
-/// Milliseconds since the epoch of an ISO-8601 time as Pi writes it
-/// (`2026-01-01T00:00:00.000Z`); `None` for anything else.
-fn parse_iso_ms(text: &str) -> Option<u64> {
-    let bytes = text.as_bytes();
-    let separators = [
-        (4, b'-'),
-        (7, b'-'),
-        (10, b'T'),
-        (13, b':'),
-        (16, b':'),
-        (19, b'.'),
-        (23, b'Z'),
-    ];
-    if !text.is_ascii() || bytes.len() != 24 || separators.iter().any(|&(at, byte)| bytes[at] != byte) {
-        return None;
-    }
-    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    let (hour, minute, second, millis) = (number(11..13)?, number(14..16)?, number(17..19)?, number(20..23)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    // Howard Hinnant's days_from_civil.
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let ms = ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis;
-    u64::try_from(ms).ok()
-}
-
 pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation> {
     let clock = &timeline.scenario.config.clock;
     let mut violations = Vec::new();
     let mut previous: Option<(usize, u64)> = None;
     for append in &timeline.appends {
-        let from_clock = parse_iso_ms(&append.entry.timestamp).filter(|ms| {
+        let from_clock = parse_iso_timestamp(&append.entry.timestamp).filter(|ms| {
             *ms >= clock.start_ms
                 && match clock.step_ms {
                     0 => *ms == clock.start_ms,
@@ -382,8 +348,7 @@ pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation>
 
 #[cfg(test)]
 mod tests {
-    use super::parse_iso_ms;
-    use crate::model::iso_timestamp;
+    use crate::model::{iso_timestamp, parse_iso_timestamp as parse_iso_ms};
 
     #[test]
     fn parse_iso_ms_inverts_iso_timestamp() {

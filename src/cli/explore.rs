@@ -183,10 +183,6 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         eprintln!("agentsim: --shrink-to shrinks choice sequences; the networked world's schedules are turmoil's (no --world net)");
         return EXIT_BAD_INPUT;
     }
-    if mutant.is_some() && args.implementation.is_some() {
-        eprintln!("agentsim: --mutant cannot be combined with --impl");
-        return EXIT_BAD_INPUT;
-    }
     let implementation = match &args.implementation {
         Some(command) => Implementation::adapter(command.clone(), Duration::from_millis(args.step_timeout_ms)),
         None => Implementation::reference(),
@@ -406,8 +402,8 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
     let mut misplaced = Vec::new();
     let mut rules_fired: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     println!(
-        "{:<34} {:<6} {:<12} {:<11} {:<9} {:<54} {:>9} {:>10}",
-        "mutant", "kind", "tier", "rule", "canonical", "killed by (scenario, strategy, seed)", "schedules", "time"
+        "{:<34} {:<12} {:<11} {:<9} {:<54} {:>9} {:>10}",
+        "mutant", "tier", "rule", "canonical", "killed by (scenario, strategy, seed)", "schedules", "time"
     );
     for mutant in &mutants {
         let hunt = hunt_mutant(&corpus, *mutant, args.seeds);
@@ -417,9 +413,8 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
                 killed += 1;
                 let by = format!("{} ({} seed {})", kill.scenario, kill.strategy.spelling(), kill.seed);
                 println!(
-                    "{:<34} {:<6} {:<12} {:<11} {:<9} {:<54} {:>9} {:>8.1}ms",
+                    "{:<34} {:<12} {:<11} {:<9} {:<54} {:>9} {:>8.1}ms",
                     mutant.name(),
-                    mutant.kind(),
                     mutant.tier(),
                     kill.rule,
                     if hunt.canonical { "yes" } else { "no" },
@@ -439,12 +434,7 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
                 ));
             }
             None => {
-                println!(
-                    "{:<34} {:<6} {:<12} SURVIVED every rule",
-                    mutant.name(),
-                    mutant.kind(),
-                    mutant.tier()
-                );
+                println!("{:<34} {:<12} SURVIVED every rule", mutant.name(), mutant.tier());
                 stable.push_str(&format!("{} {} SURVIVED\n", mutant.name(), mutant.tier()));
             }
         }

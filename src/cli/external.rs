@@ -48,10 +48,6 @@ pub(super) struct RunArgs {
 
 /// `agentsim run`: runs the corpus, prints the report, returns the exit code.
 pub(super) fn run(args: RunArgs) -> u8 {
-    if args.implementation.is_some() && args.mutant.is_some() {
-        eprintln!("agentsim: --mutant applies to the in-process reference; it cannot be combined with --impl (use `--impl \"agentsim serve --mutant NAME\"`)");
-        return EXIT_BAD_INPUT;
-    }
     let corpus = match suite::load_corpus(&args.paths) {
         Ok(corpus) => corpus,
         Err(error) => {
@@ -76,7 +72,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
     let (reports, hello) = match &args.implementation {
         Some(command) => {
             let pool = Pool {
-                implementation: Implementation::adapter(command.clone(), args.step_timeout),
+                implementation: Implementation::adapter(command.clone(), args.step_timeout).with_mutant(args.mutant),
                 strategy: args.strategy,
                 seed: args.seed,
                 check_determinism: args.check_determinism,
@@ -202,19 +198,9 @@ pub(super) fn replay_case(
     )
 }
 
-/// `agentsim serve`: the reference as an adapter on stdin/stdout.
+/// `agentsim serve`: the reference as an adapter on stdin/stdout, with a mutant of the zoo
+/// around it when one is named.
 pub(super) fn serve(mutant: Option<Mutant>, protocol: u32) -> u8 {
-    let mutant = match mutant.map(|mutant| (mutant, mutant.switch())) {
-        Some((mutant, None)) => {
-            eprintln!(
-                "agentsim serve: `{}` is a seam mutant, a decorator around the in-process reference; serve takes the core switches only",
-                mutant.name()
-            );
-            return EXIT_BAD_INPUT;
-        }
-        Some((_, switch)) => switch,
-        None => None,
-    };
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
     match crate::protocol::serve::serve(stdin, stdout, mutant, protocol) {
@@ -291,7 +277,7 @@ impl Pool {
     /// One scenario on `subject` and on the in-process reference: the adapter's case, with
     /// its divergence from the reference.
     fn run_one(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
-        let mut boxed: BoxedSubject = Box::new(subject.clone());
+        let mut boxed = self.implementation.wrap(Box::new(subject.clone()));
         run_on(
             loaded,
             self.strategy,
@@ -307,7 +293,7 @@ impl Pool {
     /// second run's case, broken with `subject.nondeterministic` when the traces differ.
     fn run_twice(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
         let fresh = {
-            let mut fresh: BoxedSubject = Box::new(self.adapter().fresh_each_run());
+            let mut fresh = self.implementation.wrap(Box::new(self.adapter().fresh_each_run()));
             suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut fresh)
         };
         let warm = {
@@ -316,7 +302,7 @@ impl Pool {
         };
         if warm {
             // Warm the reused process up on the same scenario; that run is not reported.
-            let mut boxed: BoxedSubject = Box::new(subject.clone());
+            let mut boxed = self.implementation.wrap(Box::new(subject.clone()));
             let _ = suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut boxed);
         }
         let reused_pid = subject.lock().pid();
@@ -446,10 +432,13 @@ fn exit_code_expected(reports: &[CaseReport], comparison: &Comparison) -> u8 {
 /// `name version` from the adapter's hello; the reference's own name in process.
 fn implementation_name(args: &RunArgs, hello: Option<&Hello>) -> String {
     match (&args.implementation, hello) {
-        (Some(_), Some(hello)) => hello.implementation.to_string(),
+        (Some(_), Some(hello)) => match args.mutant {
+            Some(mutant) => format!("{}+{}", hello.implementation, mutant.name()),
+            None => hello.implementation.to_string(),
+        },
         (Some(_), None) => "(the adapter never said hello)".to_string(),
         (None, _) => {
-            let mut hello = crate::protocol::serve::hello(args.mutant.and_then(Mutant::switch));
+            let mut hello = crate::protocol::serve::hello(args.mutant);
             hello.implementation.name.push_str(" (in process)");
             hello.implementation.to_string()
         }

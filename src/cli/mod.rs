@@ -435,10 +435,6 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         );
         return EXIT_BAD_INPUT;
     }
-    if implementation.is_some() && mutant.is_some() {
-        eprintln!("agentsim: --mutant cannot be combined with --impl");
-        return EXIT_BAD_INPUT;
-    }
     if implementation.is_some() && choices.is_some() {
         eprintln!("agentsim: --choices replays the in-process reference only");
         return EXIT_BAD_INPUT;

@@ -264,6 +264,40 @@ pub fn iso_timestamp(epoch_ms: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
 }
 
+/// Milliseconds since the epoch of an ISO-8601 time as Pi writes it
+/// (`2026-01-01T00:00:00.000Z`); `None` for anything else.
+pub fn parse_iso_timestamp(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    let separators = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ];
+    if !text.is_ascii() || bytes.len() != 24 || separators.iter().any(|&(at, byte)| bytes[at] != byte) {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second, millis) = (number(11..13)?, number(14..16)?, number(17..19)?, number(20..23)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    // Howard Hinnant's days_from_civil.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let ms = ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis;
+    u64::try_from(ms).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ pub use context::{
     build_context, build_context_over, build_context_with_suffix, estimate_message_tokens, estimate_text_tokens,
     ContextBudget, ProjectedContext,
 };
-pub use entry::{iso_timestamp, Compaction, EntryBody, Metadata, SessionEntry, SessionHeader};
+pub use entry::{iso_timestamp, parse_iso_timestamp, Compaction, EntryBody, Metadata, SessionEntry, SessionHeader};
 pub use message::{
     AssistantBlock, AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
     UserContent, UserMessage,

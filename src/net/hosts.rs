@@ -20,7 +20,7 @@ use crate::model::{
     iso_timestamp, AssistantBlock, AssistantMessage, ContentBlock, SessionEntry, SessionHeader, StopReason, ToolCall,
     ToolResultMessage, Usage,
 };
-use crate::runtime::{Cause, HookOutcome, HookPhase, ModelRequest, Mutations, Runtime, ToolOutcome};
+use crate::runtime::{Cause, HookOutcome, HookPhase, ModelRequest, Runtime, ToolOutcome};
 use crate::scenario::{default_disk_error, AppendFaultKind, NetPlan, Scenario, ToolStep};
 use crate::shell::{
     AbortSignal, AppendFailure, Applied, ChunkSink, LocalFuture, ModelService, Observer, OutputService, Services,
@@ -630,7 +630,7 @@ pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> H
     let mut record = shared.borrow_mut();
     let (stored, outcome) = match entries {
         Ok(entries) => {
-            let (mut config, deps) = runtime_parts(&scenario, Mutations::default());
+            let (mut config, deps) = runtime_parts(&scenario);
             config.active_leaf_id = leaf.clone();
             let outcome = match Runtime::restore(config, deps, &entries) {
                 Ok(runtime) => Ok(runtime.active_path().iter().map(|entry| entry.id.clone()).collect()),

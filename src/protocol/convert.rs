@@ -153,6 +153,66 @@ impl StartScenario {
             .collect()
     }
 
+    /// The scenario an adapter learns from `start`: the runtime's parts, with no script of the
+    /// world's (model, tool results, hook answers, faults, operations), which stay with the kit.
+    pub fn to_scenario(&self) -> crate::scenario::Scenario {
+        use crate::scenario::{Config, ExtensionScript, ObserverScript, Scenario, ToolScript};
+        Scenario {
+            version: 1,
+            description: String::new(),
+            rules: Vec::new(),
+            session: self.session.clone(),
+            config: Config {
+                active_leaf_id: self.config.active_leaf_id.clone(),
+                system_prompt: self.config.system_prompt.clone(),
+                max_steps: self.config.max_steps,
+                context: crate::model::ContextBudget {
+                    total: self.config.context.total,
+                    reserved_output: self.config.context.reserved_output,
+                    safety_margin: self.config.context.safety_margin,
+                },
+                ids: self.id_rule(),
+                clock: self.clock_rule(),
+            },
+            resources: self.resources.clone(),
+            extensions: self
+                .extensions
+                .iter()
+                .map(|name| ExtensionScript {
+                    name: name.clone(),
+                    before: Vec::new(),
+                    after: Vec::new(),
+                })
+                .collect(),
+            observers: self
+                .observers
+                .iter()
+                .map(|observer| ObserverScript {
+                    name: observer.name.clone(),
+                    events: observer.events.clone(),
+                    slow: false,
+                    answers: Vec::new(),
+                })
+                .collect(),
+            tools: self
+                .tools
+                .iter()
+                .map(|tool| ToolScript {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters: tool.parameters.clone(),
+                    results: Vec::new(),
+                })
+                .collect(),
+            model: Vec::new(),
+            faults: Default::default(),
+            operations: Vec::new(),
+            expect: Default::default(),
+            net: None,
+            schedule: None,
+        }
+    }
+
     pub fn id_rule(&self) -> IdRule {
         IdRule {
             prefix: self.ids.prefix.clone(),

@@ -3,8 +3,10 @@
 //! It is the protocol's own reference adapter: `agentsim run --impl "agentsim serve"` must give
 //! byte-identical traces to the in-process reference (a test checks this for every scenario),
 //! and an implementer can read its transcript to see what a conforming adapter writes. With a
-//! mutation switched on it serves a deliberately broken reference, to see the kit catch it
-//! through the wire.
+//! mutant of the zoo it serves a deliberately broken reference (the mutant's decorator around
+//! the reference, as in process), to see the kit catch it through the wire. The decorator learns
+//! the scenario from `start` only: a bug that needs the kit's own script (how many chunks a
+//! scripted response streams) cannot see it here.
 //!
 //! Turn-taking as docs/protocol.md states it (version 2): `hello`; on `start`, `started` or
 //! `restore_failed`, then `idle`; after each `operation` or `complete`, every effect the runtime
@@ -14,8 +16,9 @@
 
 use std::io::{BufRead, Write};
 
-use crate::model::{ContextBudget, ToolRegistry};
-use crate::runtime::{Mutation, Mutations, Runtime, RuntimeConfig, RuntimeDeps};
+use crate::sim::reference::ReferenceSubject;
+use crate::sim::{BoxedSubject, SubjectFailure};
+use crate::zoo::Mutant;
 
 use super::convert::{effect_to_wire, input_from_wire};
 use super::wire::{
@@ -47,11 +50,11 @@ impl ServeError {
 
 /// The `hello` of the reference adapter (protocol 2); a mutant's name is appended to the
 /// implementation's.
-pub fn hello(mutant: Option<Mutation>) -> Hello {
+pub fn hello(mutant: Option<Mutant>) -> Hello {
     let mut name = IMPLEMENTATION_NAME.to_string();
-    if let Some(mutation) = mutant {
+    if let Some(mutant) = mutant {
         name.push('+');
-        name.push_str(mutation.name());
+        name.push_str(mutant.name());
     }
     Hello {
         protocol: PROTOCOL_VERSION,
@@ -73,12 +76,12 @@ pub fn hello(mutant: Option<Mutation>) -> Hello {
 pub fn serve(
     input: impl BufRead,
     mut output: impl Write,
-    mutant: Option<Mutation>,
+    mutant: Option<Mutant>,
     protocol: u32,
 ) -> Result<(), ServeError> {
     let mut adapter = Adapter {
-        runtime: None,
-        mutations: mutant.map(Mutations::with).unwrap_or_default(),
+        subject: None,
+        mutant,
         output: &mut output,
     };
     let mut said = hello(mutant);
@@ -106,9 +109,9 @@ pub fn serve(
         };
         match message {
             KitMessage::Shutdown {} => break,
-            KitMessage::Reset {} => adapter.runtime = None,
+            KitMessage::Reset {} => adapter.subject = None,
             KitMessage::Start { scenario } => {
-                adapter.runtime = None;
+                adapter.subject = None;
                 adapter.start(&scenario)?
             }
             other => adapter.handle(other)?,
@@ -120,8 +123,9 @@ pub fn serve(
 }
 
 struct Adapter<'w, W: Write> {
-    runtime: Option<Runtime>,
-    mutations: Mutations,
+    /// The reference (with the mutant around it), once started.
+    subject: Option<BoxedSubject>,
+    mutant: Option<Mutant>,
     output: &'w mut W,
 }
 
@@ -139,39 +143,26 @@ impl<W: Write> Adapter<'_, W> {
     }
 
     fn start(&mut self, scenario: &StartScenario) -> std::io::Result<()> {
-        let config = RuntimeConfig {
-            active_leaf_id: scenario.config.active_leaf_id.clone(),
-            system_prompt: scenario.config.system_prompt.clone(),
-            steps_max: scenario.config.max_steps,
-            context: ContextBudget {
-                total: scenario.config.context.total,
-                reserved_output: scenario.config.context.reserved_output,
-                safety_margin: scenario.config.context.safety_margin,
-            },
+        let reference: BoxedSubject = Box::new(ReferenceSubject::new());
+        let mut subject = match self.mutant {
+            Some(mutant) => mutant.wrap(reference),
+            None => reference,
         };
-        let deps = RuntimeDeps {
-            resources: scenario.resources.clone(),
-            extensions: scenario.extensions.clone(),
-            tools: ToolRegistry::new(scenario.tools.clone()),
-            ids: scenario.id_rule(),
-            clock: scenario.clock_rule(),
-            mutations: self.mutations.clone(),
-            observers: scenario.observer_specs(),
-            other_readers: Default::default(),
-        };
-        match Runtime::restore(config, deps, &scenario.session) {
-            Ok(mut runtime) => {
-                let leaf = runtime.leaf().map(str::to_string);
-                let messages = runtime.control().state().messages.len();
-                self.runtime = Some(runtime);
-                self.write(&AdapterMessage::Started { leaf, messages })
+        match subject.start(&scenario.to_scenario()) {
+            Ok(Ok(restored)) => {
+                self.subject = Some(subject);
+                self.write(&AdapterMessage::Started {
+                    leaf: restored.leaf,
+                    messages: restored.messages,
+                })
             }
-            Err(error) => self.write(&AdapterMessage::RestoreFailed {
+            Ok(Err(cause)) => self.write(&AdapterMessage::RestoreFailed {
                 cause: WireCause {
-                    code: error.code().to_string(),
-                    message: error.to_string(),
+                    code: cause.code,
+                    message: cause.message,
                 },
             }),
+            Err(failure) => self.error(failure.code(), failure.to_string()),
         }
     }
 
@@ -179,20 +170,29 @@ impl<W: Write> Adapter<'_, W> {
         let Some(input) = input_from_wire(message) else {
             return Ok(());
         };
-        let Some(runtime) = self.runtime.as_mut() else {
+        let Some(subject) = self.subject.as_mut() else {
             return self.error("serve.not_started", "an operation or completion before `start`".into());
         };
-        if let Err(error) = runtime.handle_input(input) {
-            let code = error.code();
-            return self.error(code, error.to_string());
-        }
         let mut effects = Vec::new();
-        while let Some(effect) = runtime.poll_effect() {
-            effects.push(effect);
+        if let Err(failure) = subject.deliver(input, &mut effects) {
+            let (code, message) = refusal(&failure);
+            return self.error(&code, message);
         }
         for effect in &effects {
             self.write(&effect_to_wire(effect))?;
         }
         Ok(())
+    }
+}
+
+/// The code and message of a refused input: the runtime's own input error (`input.unknown_effect:
+/// ...`), which the in-process subject reports as `code: message`.
+fn refusal(failure: &SubjectFailure) -> (String, String) {
+    match failure {
+        SubjectFailure::Protocol { message } => match message.split_once(": ") {
+            Some((code, message)) => (code.to_string(), message.to_string()),
+            None => (failure.code().to_string(), message.clone()),
+        },
+        other => (other.code().to_string(), other.to_string()),
     }
 }

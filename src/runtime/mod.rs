@@ -24,7 +24,6 @@ pub mod deps;
 pub mod executor;
 pub mod io;
 pub mod mode;
-pub mod mutation;
 mod observe;
 pub mod projection;
 
@@ -43,7 +42,6 @@ pub use io::{
     ObservedEvent, ObserverSpec, OpId, OpValue, RunReason, RunResult, Settlement, SignalId, StoreOutcome, ToolOutcome,
 };
 pub use mode::Mode;
-pub use mutation::{Mutation, Mutations};
 pub use projection::{project, temporary_entries, temporary_id, ProjectionError, Snapshot};
 
 /// `RuntimeConfig`. `active_leaf_id` is required and nullable: `None` means "a new
@@ -65,7 +63,6 @@ pub struct RuntimeDeps {
     pub tools: ToolRegistry,
     pub ids: IdRule,
     pub clock: ClockRule,
-    pub mutations: Mutations,
     /// Extensions that observe agent events, in the order they are told.
     pub observers: Vec<ObserverSpec>,
     /// Who else reads the clock and draws ids (nobody, for the reference).
@@ -147,9 +144,6 @@ struct Queued {
     seq: u64,
     purpose: Purpose,
     text: String,
-    /// The transcript length when prompt() was called (read only by the `BeforeCountAtCall`
-    /// mutation: the contract reads it when the operation starts).
-    before_count_at_call: usize,
 }
 
 // One value of each exists at a time; boxing would only add indirection.
@@ -164,12 +158,8 @@ enum Stage {
         suffix: Vec<Message>,
         /// The next suffix index to append.
         next: usize,
-        /// Appends issued and not yet answered (one at most, but for mutations).
-        in_flight: usize,
-        /// Settled before the last append was accepted (`ResolveBeforeLastAppend`).
-        settled_early: bool,
-        /// A failed append was issued again (`RetryAfterFailedAppend`).
-        retried: bool,
+        /// The append issued and not yet answered: one at a time.
+        in_flight: bool,
     },
 }
 
@@ -190,8 +180,6 @@ enum Pending {
     Hook,
     Append {
         entry: SessionEntry,
-        /// A temporary context entry written by the `TemporaryEntriesStored` mutation.
-        temporary: bool,
     },
     Write {
         op: OpId,
@@ -232,12 +220,9 @@ pub struct Runtime {
     extensions: Vec<String>,
     tools: ToolRegistry,
     deps: Deps,
-    mutations: Mutations,
     agent: Agent,
     active_path: Vec<SessionEntry>,
     persisted_message_count: usize,
-    /// What a snapshot captured once would keep (the `SnapshotCapturedOnce` mutation).
-    count_at_creation: usize,
     leaf: Option<String>,
     queue: VecDeque<Queued>,
     active: Option<Active>,
@@ -262,37 +247,19 @@ impl Runtime {
         deps: RuntimeDeps,
         entries: &[SessionEntry],
     ) -> Result<Runtime, RestoreError> {
-        let mut config = config;
-        if config.active_leaf_id.is_none() && deps.mutations.is_on(Mutation::NullLeafResumesLast) {
-            config.active_leaf_id = entries.last().map(|entry| entry.id.clone());
-        }
         let active_path = match (entries.is_empty(), &config.active_leaf_id) {
             (true, None) => Vec::new(),
             (true, Some(leaf)) => return Err(RestoreError::LeafForEmptySession { leaf: leaf.clone() }),
             (false, None) => return Err(RestoreError::LeafRequired { entries: entries.len() }),
-            (false, Some(leaf)) if deps.mutations.is_on(Mutation::RestoreAcceptsBrokenTree) => {
-                mutation::lenient_path(entries, leaf)?
-            }
             (false, Some(leaf)) => path_to(entries, leaf)?,
         };
-        let restored = if deps.mutations.is_on(Mutation::RestoreWholeFile) {
-            entries
-        } else {
-            &active_path
-        };
-        let initial_messages: Vec<Message> = restored.iter().filter_map(SessionEntry::as_message).cloned().collect();
-        let persisted_message_count = if deps.mutations.is_on(Mutation::CountIncludesMetadata) {
-            active_path.len()
-        } else {
-            initial_messages.len()
-        };
-        let mut system_prompt = merge_system_prompt(config.system_prompt.as_deref(), &deps.resources);
-        if deps.mutations.is_on(Mutation::InactiveSkillBodyShown) {
-            for skill in &deps.resources.skills {
-                let text = system_prompt.get_or_insert_with(String::new);
-                text.push_str(&format!("\n{}", skill.body));
-            }
-        }
+        let initial_messages: Vec<Message> = active_path
+            .iter()
+            .filter_map(SessionEntry::as_message)
+            .cloned()
+            .collect();
+        let persisted_message_count = initial_messages.len();
+        let system_prompt = merge_system_prompt(config.system_prompt.as_deref(), &deps.resources);
         let restored_messages = initial_messages.len();
         let agent = Agent::new(AgentOptions {
             initial_messages,
@@ -306,11 +273,9 @@ impl Runtime {
             extensions: deps.extensions,
             tools: deps.tools,
             deps: Deps::shared(deps.ids, deps.clock, deps.other_readers),
-            mutations: deps.mutations,
             agent,
             active_path,
             persisted_message_count,
-            count_at_creation: persisted_message_count,
             queue: VecDeque::new(),
             active: None,
             accepted_through: 0,
@@ -440,45 +405,17 @@ impl Runtime {
             seq: self.accepted_through,
             purpose,
             text,
-            before_count_at_call: self.agent.messages().len(),
         });
         self.pump();
     }
 
     fn handle_flush(&mut self, op: OpId) {
-        if self.mutations.is_on(Mutation::FlushCreatesWork) && self.poison.is_none() {
-            return self.handle_prompt(op, Purpose::Prompt, String::new());
-        }
         self.flushes.push((op, self.accepted_through));
         self.settle_waiters();
     }
 
     fn handle_dispose(&mut self, op: OpId) {
-        if self.disposal.is_some() && self.mutations.is_on(Mutation::DisposeNotIdempotent) {
-            let cause = Cause::new("runtime.already_disposed", "dispose() was already called");
-            return self.settle(op, Settlement::Rejected(cause));
-        }
-        let mut upto = self.accepted_through;
-        if self.disposal.is_none() && self.mutations.is_on(Mutation::DisposeRejectsQueued) {
-            let cause = Cause::new("runtime.shutdown", "the runtime shut down before this prompt started");
-            for queued in std::mem::take(&mut self.queue) {
-                self.settle(queued.op, Settlement::Rejected(cause.clone()));
-            }
-            upto = self
-                .active
-                .as_ref()
-                .map(|active| active.seq)
-                .unwrap_or(self.settled_through);
-        }
-        if self.disposal.is_none() && self.mutations.is_on(Mutation::DisposeDropsQueued) {
-            // The queue is cleared: its prompts never run and never settle.
-            self.queue.clear();
-            upto = self
-                .active
-                .as_ref()
-                .map(|active| active.seq)
-                .unwrap_or(self.settled_through);
-        }
+        let upto = self.accepted_through;
         match &mut self.disposal {
             Some(disposal) => match disposal.outcome.clone() {
                 Some(outcome) => self.settle(op, outcome),
@@ -519,22 +456,20 @@ impl Runtime {
             }
             (Pending::Tool, Completion::Tool(outcome)) => {
                 self.pending.remove(&effect);
-                let extensions = hook_extensions(&self.mutations, &self.extensions);
                 let deps = &mut self.deps;
-                let step = execution_in(&mut self.active).handle_core(outcome, extensions, &mut || deps.now());
+                let step = execution_in(&mut self.active).handle_core(outcome, &self.extensions, &mut || deps.now());
                 self.advance_execution(step.expect("a pending tool call means the execution is at its core"));
             }
             (Pending::Hook, Completion::Hook(outcome)) => {
-                let extensions = hook_extensions(&self.mutations, &self.extensions);
                 let deps = &mut self.deps;
                 // A bad answer changes nothing: the clock is read only on the way to a result.
                 let mut reads = 0;
                 let clock_before = deps.clone();
-                let tools = mutation::executor_registry(&self.mutations, &self.tools);
-                let step = execution_in(&mut self.active).handle_hook(outcome, extensions, &tools, &mut || {
-                    reads += 1;
-                    deps.now()
-                });
+                let step =
+                    execution_in(&mut self.active).handle_hook(outcome, &self.extensions, &self.tools, &mut || {
+                        reads += 1;
+                        deps.now()
+                    });
                 let step = match step {
                     Ok(step) => step,
                     Err(problem) => {
@@ -548,12 +483,10 @@ impl Runtime {
                 self.advance_execution(step);
             }
             (Pending::Append { .. }, Completion::Append(outcome)) => {
-                let Some(Pending::Append { entry, temporary }) = self.pending.remove(&effect) else {
+                let Some(Pending::Append { entry }) = self.pending.remove(&effect) else {
                     unreachable!("matched above")
                 };
-                if !temporary {
-                    self.handle_append_outcome(entry, outcome);
-                }
+                self.handle_append_outcome(entry, outcome);
             }
             (Pending::Notify, Completion::Notify(_)) => {
                 // An observer only watches: its answer, even a throw, changes nothing.
@@ -568,9 +501,7 @@ impl Runtime {
                     // Returned unchanged; the committed session stays as it is.
                     StoreOutcome::Failed(cause) => Settlement::Rejected(cause),
                 };
-                if !self.mutations.is_on(Mutation::ModeSettlesBeforeWrite) {
-                    self.settle(op, settlement);
-                }
+                self.settle(op, settlement);
             }
             (_, completion) => return Err(mismatch(completion_name(&completion))),
         }
@@ -582,26 +513,13 @@ impl Runtime {
     /// Starts queued operations while none is active.
     fn pump(&mut self) {
         while self.active.is_none() {
-            let next = if self.mutations.is_on(Mutation::QueueLifo) {
-                self.queue.pop_back()
-            } else {
-                self.queue.pop_front()
-            };
-            let Some(queued) = next else { return };
+            let Some(queued) = self.queue.pop_front() else { return };
             if let Some(cause) = self.poison.clone() {
-                if !self.mutations.is_on(Mutation::QueuedRunAfterPoison) {
-                    self.finish_operation(queued.op, queued.seq, Settlement::Rejected(cause));
-                    continue;
-                }
+                self.finish_operation(queued.op, queued.seq, Settlement::Rejected(cause));
+                continue;
             }
             // beforeCount is read now, when the operation starts, not when prompt() was called.
-            let before_count = if self.mutations.is_on(Mutation::BeforeCountAtCall) {
-                queued.before_count_at_call
-            } else if self.mutations.is_on(Mutation::RestoredHistoryReappended) {
-                0
-            } else {
-                self.agent.messages().len()
-            };
+            let before_count = self.agent.messages().len();
             let signal = SignalId(self.signal_next);
             self.signal_next += 1;
             self.observers.run_started(self.agent.messages().len());
@@ -629,54 +547,19 @@ impl Runtime {
                 matches!(step, AgentStep::Finished(_)),
             );
             match step {
-                AgentStep::Model { mut signal } => {
-                    let messages = self.agent.messages();
-                    let persisted_message_count = if self.mutations.is_on(Mutation::SnapshotCapturedOnce) {
-                        self.count_at_creation
-                    } else {
-                        self.persisted_message_count
-                    };
+                AgentStep::Model { signal } => {
+                    // The latest snapshot, read at every request.
                     let snapshot = Snapshot {
                         active_path: &self.active_path,
-                        persisted_message_count,
+                        persisted_message_count: self.persisted_message_count,
                     };
-                    let collides = self.mutations.is_on(Mutation::TemporaryIdNotPrefixed)
-                        && mutation::unprefixed_temporary_id_collides(
-                            &self.active_path,
-                            messages.len().saturating_sub(persisted_message_count),
-                        );
-                    let mut projected = project(
+                    let projected = project(
                         snapshot,
-                        messages,
+                        self.agent.messages(),
                         self.system_prompt.as_deref(),
                         &self.config.context,
                         &self.tools.shared(),
                     );
-                    if collides {
-                        projected = Err(ProjectionError::CountOutOfRange {
-                            count: persisted_message_count,
-                            len: messages.len(),
-                        });
-                    }
-                    if self.mutations.is_on(Mutation::ProjectionSlicesMessages) {
-                        if let Ok(request) = projected.as_mut() {
-                            request.messages = messages[messages.len().saturating_sub(4)..].to_vec();
-                        }
-                    }
-                    if self.mutations.is_on(Mutation::SignalPerRequest) {
-                        signal = SignalId(self.signal_next);
-                        self.signal_next += 1;
-                    }
-                    if self.mutations.is_on(Mutation::TemporaryEntriesStored) {
-                        let count = persisted_message_count.min(messages.len());
-                        for entry in temporary_entries(&self.active_path, &messages[count..]) {
-                            let effect = self.issue(Pending::Append {
-                                entry: entry.clone(),
-                                temporary: true,
-                            });
-                            self.effects.push_back(Effect::Append { effect, entry });
-                        }
-                    }
                     match projected {
                         Ok(request) => {
                             let effect = self.issue(Pending::Model);
@@ -698,14 +581,9 @@ impl Runtime {
                     }
                 }
                 AgentStep::Tool { call, signal: _ } => {
-                    let extensions = hook_extensions(&self.mutations, &self.extensions);
                     let deps = &mut self.deps;
-                    let (execution, executor_step) = Execution::start(
-                        call,
-                        extensions,
-                        &mutation::executor_registry(&self.mutations, &self.tools),
-                        &mut || deps.now(),
-                    );
+                    let (execution, executor_step) =
+                        Execution::start(call, &self.extensions, &self.tools, &mut || deps.now());
                     if let Some(Active {
                         stage: Stage::Agent { execution: slot },
                         ..
@@ -725,9 +603,7 @@ impl Runtime {
                         result,
                         suffix,
                         next: 0,
-                        in_flight: 0,
-                        settled_early: false,
-                        retried: false,
+                        in_flight: false,
                     };
                     self.append_next();
                     return;
@@ -762,12 +638,11 @@ impl Runtime {
                 None
             }
             ExecutorStep::Core { call } => {
-                if self.agent.is_aborted() && !self.mutations.is_on(Mutation::ToolStartsAfterAbort) {
+                if self.agent.is_aborted() {
                     // The signal fired while the hooks ran: the core tool never starts.
-                    let extensions = hook_extensions(&self.mutations, &self.extensions);
                     let deps = &mut self.deps;
                     let step = execution_in(&mut self.active)
-                        .handle_core(ToolOutcome::Aborted, extensions, &mut || deps.now())
+                        .handle_core(ToolOutcome::Aborted, &self.extensions, &mut || deps.now())
                         .expect("the execution is at its core");
                     return self.serve_execution(step);
                 }
@@ -802,71 +677,36 @@ impl Runtime {
 
     /// Appends the next suffix message, or settles the operation when all were accepted.
     fn append_next(&mut self) {
-        let pipelined =
-            self.mutations.is_on(Mutation::TwoAppendsInFlight) || self.mutations.is_on(Mutation::LeafBeforeAccept);
-        loop {
-            let active = self.active.as_mut().expect("persisting belongs to an active operation");
-            let Stage::Persist {
-                suffix,
-                next,
-                in_flight,
-                settled_early,
-                ..
-            } = &mut active.stage
-            else {
-                unreachable!("append_next runs in the persist stage")
-            };
-            if *next < suffix.len() {
-                if *in_flight > 0 && !pipelined {
-                    return;
-                }
-                let message = suffix[*next].clone();
-                *next += 1;
-                *in_flight += 1;
-                let last = *next == suffix.len();
-                let settle_early = last && self.mutations.is_on(Mutation::ResolveBeforeLastAppend);
-                if settle_early {
-                    *settled_early = true;
-                }
-                let (op, result) = match &active.stage {
-                    Stage::Persist { result, .. } => (active.op, result.clone()),
-                    Stage::Agent { .. } => unreachable!("checked above"),
-                };
-                let id = self.deps.create_id();
-                let timestamp = iso_timestamp(self.deps.now());
-                let entry = SessionEntry::message(id, self.leaf.as_deref(), timestamp, message);
-                let effect = self.issue(Pending::Append {
-                    entry: entry.clone(),
-                    temporary: false,
-                });
-                self.effects.push_back(Effect::Append {
-                    effect,
-                    entry: entry.clone(),
-                });
-                if self.mutations.is_on(Mutation::LeafBeforeAccept) {
-                    self.advance_leaf(entry);
-                }
-                if settle_early {
-                    self.settle(op, Settlement::Resolved(OpValue::Run(result)));
-                }
-                if pipelined {
-                    continue;
-                }
-                return;
-            }
-            if *in_flight > 0 {
-                return;
-            }
-            let settled_early = *settled_early;
-            let active = self.active.take().expect("checked above");
-            let Stage::Persist { result, .. } = active.stage else {
-                unreachable!("checked above")
-            };
-            if settled_early {
-                return self.mark_settled(active.seq);
-            }
-            return self.finish_run(active.op, active.seq, active.purpose, result);
+        let active = self.active.as_mut().expect("persisting belongs to an active operation");
+        let Stage::Persist {
+            suffix,
+            next,
+            in_flight,
+            ..
+        } = &mut active.stage
+        else {
+            unreachable!("append_next runs in the persist stage")
+        };
+        if *in_flight {
+            return;
         }
+        if *next < suffix.len() {
+            // One entry at a time, parented on the leaf: the previous entry, once accepted.
+            let message = suffix[*next].clone();
+            *next += 1;
+            *in_flight = true;
+            let id = self.deps.create_id();
+            let timestamp = iso_timestamp(self.deps.now());
+            let entry = SessionEntry::message(id, self.leaf.as_deref(), timestamp, message);
+            let effect = self.issue(Pending::Append { entry: entry.clone() });
+            self.effects.push_back(Effect::Append { effect, entry });
+            return;
+        }
+        let active = self.active.take().expect("checked above");
+        let Stage::Persist { result, .. } = active.stage else {
+            unreachable!("checked above")
+        };
+        self.finish_run(active.op, active.seq, active.purpose, result);
     }
 
     /// The run's suffix is stored: resolve the caller (or, for a mode, write its output).
@@ -881,16 +721,11 @@ impl Runtime {
                 self.finish_operation(op, seq, Settlement::Resolved(value));
             }
             Purpose::Mode(mode) => {
+                // The output is the mode's; the mode settles when the sink answers, while the
+                // queue moves on now: the run is stored.
                 let text = mode.render(&result);
-                let early = self
-                    .mutations
-                    .is_on(Mutation::ModeSettlesBeforeWrite)
-                    .then(|| Settlement::Resolved(OpValue::Run(result.clone())));
                 let effect = self.issue(Pending::Write { op, result });
                 self.effects.push_back(Effect::Write { effect, text });
-                if let Some(settlement) = early {
-                    self.settle(op, settlement);
-                }
                 self.mark_settled(seq);
             }
         }
@@ -904,61 +739,25 @@ impl Runtime {
     }
 
     fn handle_append_outcome(&mut self, entry: SessionEntry, outcome: StoreOutcome) {
-        let persisting = matches!(
-            self.active.as_ref().map(|active| &active.stage),
-            Some(Stage::Persist { .. })
-        );
-        if !persisting {
-            // Only mutations leave an append unanswered outside its persist stage.
-            return;
-        }
         match outcome {
             StoreOutcome::Ok => {
                 // Only now, after the store accepted it, does the entry join the path.
-                if !self.mutations.is_on(Mutation::LeafBeforeAccept) {
-                    self.advance_leaf(entry);
-                }
+                self.advance_leaf(entry);
                 if let Some(Active {
                     stage: Stage::Persist { in_flight, .. },
                     ..
                 }) = self.active.as_mut()
                 {
-                    *in_flight = in_flight.saturating_sub(1);
+                    *in_flight = false;
                 }
                 self.append_next();
             }
             StoreOutcome::Failed(cause) => {
-                if let Some(Active {
-                    stage: Stage::Persist { retried, .. },
-                    ..
-                }) = self.active.as_mut()
-                {
-                    if !*retried && self.mutations.is_on(Mutation::RetryAfterFailedAppend) {
-                        *retried = true;
-                        let effect = self.issue(Pending::Append {
-                            entry: entry.clone(),
-                            temporary: false,
-                        });
-                        self.effects.push_back(Effect::Append { effect, entry });
-                        return;
-                    }
-                }
-                if !self.mutations.is_on(Mutation::PoisonNotStored) {
-                    self.poison = Some(cause.clone());
-                }
-                let active = self.active.take().expect("checked above");
-                let settled_early = matches!(
-                    active.stage,
-                    Stage::Persist {
-                        settled_early: true,
-                        ..
-                    }
-                );
-                if settled_early {
-                    self.mark_settled(active.seq);
-                } else {
-                    self.finish_operation(active.op, active.seq, Settlement::Rejected(cause));
-                }
+                // Poisoned for good with this cause; nothing is retried (the append may have
+                // been applied all the same).
+                self.poison = Some(cause.clone());
+                let active = self.active.take().expect("an append belongs to an active operation");
+                self.finish_operation(active.op, active.seq, Settlement::Rejected(cause));
             }
         }
     }
@@ -1034,15 +833,6 @@ fn execution_in(active: &mut Option<Active>) -> &mut Execution {
             execution: Some(execution),
         }) => execution,
         _ => unreachable!("a pending hook or tool call means an execution is in flight"),
-    }
-}
-
-/// The extensions whose hooks wrap the executor (none when the core runs unwrapped).
-fn hook_extensions<'a>(mutations: &Mutations, extensions: &'a [String]) -> &'a [String] {
-    if mutations.is_on(Mutation::CoreOutsideHooks) {
-        &[]
-    } else {
-        extensions
     }
 }
 

@@ -3,34 +3,26 @@
 use std::collections::BTreeMap;
 
 use crate::runtime::{
-    AgentEvent, Cause, Completion, Effect, EffectId, Input, Mutations, OtherReaders, Runtime, RuntimeConfig,
-    RuntimeDeps, StoreOutcome, SubscriptionId,
+    AgentEvent, Cause, Completion, Effect, EffectId, Input, OtherReaders, Runtime, RuntimeConfig, RuntimeDeps,
+    StoreOutcome, SubscriptionId,
 };
 use crate::scenario::Scenario;
 
 use super::{Restored, Subject, SubjectFailure};
 
-/// Drives `runtime::Runtime` directly; optionally with mutation switches on.
+/// Drives `runtime::Runtime` directly, cross-checking its embedding API after every input.
 #[derive(Debug, Default)]
 pub struct ReferenceSubject {
     runtime: Option<Runtime>,
-    mutations: Mutations,
     /// Who else reads the runtime's clock and id rules (nobody, but in the fairness test).
     other_readers: OtherReaders,
-    /// Cross-checks of the reference's own accessors (none with mutation switches on).
+    /// Cross-checks of the reference's own accessors.
     self_check: Option<SelfCheck>,
 }
 
 impl ReferenceSubject {
     pub fn new() -> ReferenceSubject {
         ReferenceSubject::default()
-    }
-
-    pub fn with_mutations(mutations: Mutations) -> ReferenceSubject {
-        ReferenceSubject {
-            mutations,
-            ..ReferenceSubject::default()
-        }
     }
 
     /// The reference whose clock and id rules other readers draw from too.
@@ -43,7 +35,7 @@ impl ReferenceSubject {
 }
 
 /// The runtime configuration and dependencies a scenario describes.
-pub fn runtime_parts(scenario: &Scenario, mutations: Mutations) -> (RuntimeConfig, RuntimeDeps) {
+pub fn runtime_parts(scenario: &Scenario) -> (RuntimeConfig, RuntimeDeps) {
     let config = RuntimeConfig {
         active_leaf_id: scenario.config.active_leaf_id.clone(),
         system_prompt: scenario.config.system_prompt.clone(),
@@ -56,7 +48,6 @@ pub fn runtime_parts(scenario: &Scenario, mutations: Mutations) -> (RuntimeConfi
         tools: crate::model::ToolRegistry::new(scenario.tools.iter().map(|tool| tool.spec()).collect()),
         ids: scenario.config.ids.clone(),
         clock: scenario.config.clock.clone(),
-        mutations,
         observers: scenario
             .observers
             .iter()
@@ -69,7 +60,7 @@ pub fn runtime_parts(scenario: &Scenario, mutations: Mutations) -> (RuntimeConfi
 
 impl Subject for ReferenceSubject {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
-        let (config, mut deps) = runtime_parts(scenario, self.mutations.clone());
+        let (config, mut deps) = runtime_parts(scenario);
         deps.other_readers = self.other_readers;
         match Runtime::restore(config, deps, &scenario.session) {
             Ok(mut runtime) => {
@@ -77,10 +68,7 @@ impl Subject for ReferenceSubject {
                     leaf: runtime.leaf().map(str::to_string),
                     messages: runtime.control().state().messages.len(),
                 };
-                self.self_check = None;
-                if self.mutations == Mutations::none() {
-                    self.self_check = Some(SelfCheck::start(scenario, &mut runtime).map_err(self_check_failure)?);
-                }
+                self.self_check = Some(SelfCheck::start(scenario, &mut runtime).map_err(self_check_failure)?);
                 self.runtime = Some(runtime);
                 Ok(Ok(restored))
             }
@@ -147,7 +135,7 @@ fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: T, expected: T) -> Res
 
 impl SelfCheck {
     fn start(scenario: &Scenario, runtime: &mut Runtime) -> Result<SelfCheck, String> {
-        let (config, deps) = runtime_parts(scenario, Mutations::none());
+        let (config, deps) = runtime_parts(scenario);
         check(
             "system_prompt()",
             runtime.system_prompt().map(str::to_string),

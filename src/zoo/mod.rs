@@ -8,25 +8,23 @@
 //! reference and judges no other implementation). An interleaving-tier mutant must survive
 //! every canonical schedule and fall only to exploration.
 //!
-//! FIXME(issue 22): mutants still marked `Build::Switch` are switches inside the core
-//! (`runtime/mutation.rs`) and those marked `Build::Legacy` are one decorator struct
-//! (`legacy.rs`); both are moving to `Build::Bug` families.
+//! FIXME(issue 22): mutants marked `Build::Legacy` are still one decorator struct
+//! (`legacy.rs`), moving to `Build::Bug` families.
 
+mod append;
+mod executor;
 mod legacy;
 mod projection;
+mod queue;
 mod restore;
 pub mod seam;
 
-use crate::runtime::{Mutation, Mutations};
-use crate::sim::reference::ReferenceSubject;
 use crate::sim::BoxedSubject;
 
 pub use legacy::{SeamBug, SeamSubject};
 
 /// How a mutant is built.
 enum Build {
-    /// A switch inside the core: the reference with it on (the wrapped subject is dropped).
-    Switch(Mutation),
     /// The legacy seam decorator.
     Legacy(SeamBug),
     /// A decorator of the seam's families.
@@ -80,15 +78,15 @@ macro_rules! zoo {
 
 zoo! {
     /// The chapter's fault injection: the append failure is rethrown but not stored as poison.
-    PoisonNotStored = "poison-not-stored", canonical, Build::Switch(Mutation::PoisonNotStored);
+    PoisonNotStored = "poison-not-stored", canonical, Build::Bug(append::poison_not_stored);
     /// `beforeCount` read when prompt() is called, not when the operation starts.
-    BeforeCountAtCall = "before-count-at-call", canonical, Build::Switch(Mutation::BeforeCountAtCall);
+    BeforeCountAtCall = "before-count-at-call", canonical, Build::Bug(append::before_count_at_call);
     /// The leaf (and active path) advance when the append is issued, before it is accepted.
-    LeafBeforeAccept = "leaf-before-accept", canonical, Build::Switch(Mutation::LeafBeforeAccept);
+    LeafBeforeAccept = "leaf-before-accept", canonical, Build::Bug(append::leaf_before_accept);
     /// The prompt resolves when its last append is issued, not when it is accepted.
-    ResolveBeforeLastAppend = "resolve-before-last-append", canonical, Build::Switch(Mutation::ResolveBeforeLastAppend);
+    ResolveBeforeLastAppend = "resolve-before-last-append", canonical, Build::Bug(|| Box::<append::ResolveBeforeLastAppend>::default());
     /// The whole transcript is persisted: restored history appended again.
-    RestoredHistoryReappended = "restored-history-reappended", canonical, Build::Switch(Mutation::RestoredHistoryReappended);
+    RestoredHistoryReappended = "restored-history-reappended", canonical, Build::Bug(append::restored_history_reappended);
     /// The suffix is stored under the temporary `__runtime_context_N` ids.
     TemporaryEntriesStored = "temporary-entries-stored", canonical, Build::Bug(|| Box::<projection::TemporaryEntriesStored>::default());
     /// The projection snapshot is captured once at creation and never refreshed.
@@ -98,25 +96,25 @@ zoo! {
     /// Every model request gets a fresh abort signal.
     SignalPerRequest = "signal-per-request", canonical, Build::Bug(|| Box::<projection::SignalPerRequest>::default());
     /// dispose() rejects the prompts still queued instead of running them.
-    DisposeDropsQueued = "dispose-drops-queued", canonical, Build::Switch(Mutation::DisposeDropsQueued);
+    DisposeDropsQueued = "dispose-drops-queued", canonical, Build::Bug(queue::dispose_drops_queued);
     /// A second dispose() rejects instead of returning the first one's outcome.
-    DisposeNotIdempotent = "dispose-not-idempotent", canonical, Build::Switch(Mutation::DisposeNotIdempotent);
+    DisposeNotIdempotent = "dispose-not-idempotent", canonical, Build::Bug(|| Box::<queue::DisposeNotIdempotent>::default());
     /// flush() starts an agent run of its own.
-    FlushCreatesWork = "flush-creates-work", canonical, Build::Switch(Mutation::FlushCreatesWork);
+    FlushCreatesWork = "flush-creates-work", canonical, Build::Bug(|| Box::<queue::FlushCreatesWork>::default());
     /// A failed append is retried once before the runtime gives up.
-    RetryAfterFailedAppend = "retry-after-failed-append", canonical, Build::Switch(Mutation::RetryAfterFailedAppend);
+    RetryAfterFailedAppend = "retry-after-failed-append", canonical, Build::Bug(|| Box::<append::RetryAfterFailedAppend>::default());
     /// Queued prompts still run after poison (new calls are rejected).
-    QueuedRunAfterPoison = "queued-run-after-poison", canonical, Build::Switch(Mutation::QueuedRunAfterPoison);
+    QueuedRunAfterPoison = "queued-run-after-poison", canonical, Build::Bug(append::queued_run_after_poison);
     /// The next append is issued without waiting for the previous answer.
-    TwoAppendsInFlight = "two-appends-in-flight", canonical, Build::Switch(Mutation::TwoAppendsInFlight);
+    TwoAppendsInFlight = "two-appends-in-flight", canonical, Build::Bug(append::two_appends_in_flight);
     /// The core tool runs before the extensions' before hooks.
-    CoreOutsideHooks = "core-outside-hooks", canonical, Build::Switch(Mutation::CoreOutsideHooks);
+    CoreOutsideHooks = "core-outside-hooks", canonical, Build::Bug(|| Box::<executor::CoreOutsideHooks>::default());
     /// The inactive skills' bodies are added to the system prompt.
     InactiveSkillBodyShown = "inactive-skill-body-shown", canonical, Build::Bug(|| Box::<projection::InactiveSkillBodyShown>::default());
     /// A non-empty session with a null leaf resumes at the last entry.
     NullLeafResumesLast = "null-leaf-resumes-last", canonical, Build::Bug(|| Box::<restore::NullLeafResumesLast>::default());
     /// The queue starts the newest waiting prompt first.
-    QueueLifo = "queue-lifo", canonical, Build::Switch(Mutation::QueueLifo);
+    QueueLifo = "queue-lifo", canonical, Build::Bug(queue::queue_lifo);
     /// Restore takes every message entry of the file, siblings included.
     RestoreWholeFile = "restore-whole-file", canonical, Build::Bug(|| Box::<restore::RestoreWholeFile>::default());
     /// Restore walks parents leniently: duplicates, missing parents and cycles pass.
@@ -126,13 +124,13 @@ zoo! {
     /// Temporary ids are not prefixed on a collision: the projection's tree walk breaks.
     TemporaryIdNotPrefixed = "temporary-id-not-prefixed", canonical, Build::Bug(|| Box::<projection::TemporaryIdNotPrefixed>::default());
     /// The core tool starts even when the signal fired while the before hooks ran.
-    ToolStartsAfterAbort = "tool-starts-after-abort", canonical, Build::Switch(Mutation::ToolStartsAfterAbort);
+    ToolStartsAfterAbort = "tool-starts-after-abort", canonical, Build::Bug(|| Box::<executor::ToolStartsAfterAbort>::default());
     /// A mode resolves when its write is issued, before the sink answers.
-    ModeSettlesBeforeWrite = "mode-settles-before-write", canonical, Build::Switch(Mutation::ModeSettlesBeforeWrite);
+    ModeSettlesBeforeWrite = "mode-settles-before-write", canonical, Build::Bug(|| Box::<append::ModeSettlesBeforeWrite>::default());
     /// dispose() rejects the queued prompts (with a code of its own) instead of running them.
-    DisposeRejectsQueued = "dispose-rejects-queued", canonical, Build::Switch(Mutation::DisposeRejectsQueued);
+    DisposeRejectsQueued = "dispose-rejects-queued", canonical, Build::Bug(queue::dispose_rejects_queued);
     /// The core executor does not validate arguments against the tool's schema.
-    ArgumentsNotValidated = "arguments-not-validated", canonical, Build::Switch(Mutation::ArgumentsNotValidated);
+    ArgumentsNotValidated = "arguments-not-validated", canonical, Build::Bug(|| Box::<executor::ArgumentsNotValidated>::default());
     /// `control.abort()` is accepted but never reaches the agent: the signal never fires.
     AbortIgnored = "abort-ignored", canonical, Build::Legacy(SeamBug::AbortIgnored);
     /// The extension host runs no after hook: the core result goes straight to the agent.
@@ -242,14 +240,6 @@ impl Mutant {
         Mutant::ALL.iter().copied().find(|mutant| mutant.name() == name)
     }
 
-    /// `switch` (inside the core) or `seam`.
-    pub fn kind(self) -> &'static str {
-        match self.build() {
-            Build::Switch(_) => "switch",
-            Build::Legacy(_) | Build::Bug(_) => "seam",
-        }
-    }
-
     /// Whether the mutant belongs to the interleaving tier: it must survive the canonical
     /// schedule of every scenario and fall only to exploration.
     pub fn interleaving_only(self) -> bool {
@@ -267,20 +257,8 @@ impl Mutant {
     /// `inner` with this bug at its seam.
     pub fn wrap(self, inner: BoxedSubject) -> BoxedSubject {
         match self.build() {
-            Build::Switch(mutation) => {
-                drop(inner);
-                Box::new(ReferenceSubject::with_mutations(Mutations::with(mutation)))
-            }
             Build::Legacy(bug) => Box::new(SeamSubject::new(bug, inner)),
             Build::Bug(bug) => Box::new(seam::Decorated::new(inner, bug())),
-        }
-    }
-
-    /// The core switch, for `serve`, which builds the runtime itself; `None` for a seam bug.
-    pub fn switch(self) -> Option<Mutation> {
-        match self.build() {
-            Build::Switch(mutation) => Some(mutation),
-            Build::Legacy(_) | Build::Bug(_) => None,
         }
     }
 }

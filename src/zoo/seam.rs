@@ -127,6 +127,8 @@ pub(crate) struct Watch {
     pub prompt_ops: BTreeSet<OpId>,
     /// Control operations (steer, followUp, abort) sent and not settled.
     pub controls: Vec<OpId>,
+    /// Flush and dispose operations sent and not settled (`true`: a dispose).
+    pub waits: BTreeMap<OpId, bool>,
     /// Messages the store holds on the active path: the restored ones, then every accepted one.
     pub persisted: Vec<Message>,
     /// The active path's entries: the restored path, then every accepted entry.
@@ -189,8 +191,13 @@ impl Watch {
                 self.prompt_ops.insert(*op);
             }
             Input::Steer { op, .. } | Input::FollowUp { op, .. } | Input::Abort { op } => self.controls.push(*op),
-            Input::Dispose { .. } => self.disposed = true,
-            Input::Flush { .. } => {}
+            Input::Dispose { op } => {
+                self.disposed = true;
+                self.waits.insert(*op, true);
+            }
+            Input::Flush { op } => {
+                self.waits.insert(*op, false);
+            }
             Input::Complete { effect, completion } => match completion {
                 Completion::ModelChunk { .. } => {
                     if let Some((_, _, streamed)) = self.model.as_mut() {
@@ -265,6 +272,7 @@ impl Watch {
                     self.run_requests = 0;
                 }
                 self.controls.retain(|other| other != op);
+                self.waits.remove(op);
             }
         }
     }

@@ -37,8 +37,8 @@ use agentsim::model::{
 };
 use agentsim::runtime::{
     project, temporary_entries, temporary_id, Agent, AgentError, AgentOptions, AgentStep, Cause, Completion, Effect,
-    EffectId, HookOutcome, HookPhase, Input, InputError, Mutations, ProjectionError, Runtime, RuntimeConfig,
-    RuntimeDeps, SignalId, Snapshot, StoreOutcome,
+    EffectId, HookOutcome, HookPhase, Input, InputError, ProjectionError, Runtime, RuntimeConfig, RuntimeDeps,
+    SignalId, Snapshot, StoreOutcome,
 };
 use agentsim::scenario::{LoadedScenario, Scenario, ToolScript};
 use agentsim::sim::reference::runtime_parts;
@@ -57,7 +57,7 @@ fn scenario(name: &str) -> LoadedScenario {
 
 /// The configuration and dependencies the scenario gives the reference.
 fn parts(scenario: &Scenario) -> (RuntimeConfig, RuntimeDeps) {
-    runtime_parts(scenario, Mutations::none())
+    runtime_parts(scenario)
 }
 
 /// The scenario's runtime, restored as the reference restores it.
