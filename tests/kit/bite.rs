@@ -2,7 +2,7 @@
 //! each anomaly checker on histories that contain the anomaly.
 //!
 //! A bite is a scenario plus a way to make its trace wrong: a mutant of the zoo (a seam
-//! decorator or a core switch) run on the canonical schedule, or a hand edit of the
+//! decorator) run on the canonical schedule, or a hand edit of the
 //! reference's own trace for the rules no runtime mutant can reach (an effect before the first
 //! operation; the durable store's rules). Each bite must make its rule fire, and the reference's
 //! trace of the same scenario must be clean of every rule. `every_rule_has_a_bite` is the tidy
