@@ -20,21 +20,25 @@
 //! The first failed append poisons the runtime for good with that cause.
 
 pub mod agent;
+mod control;
 pub mod deps;
 pub mod executor;
 pub mod io;
 pub mod mode;
 mod observe;
+mod persist;
 pub mod projection;
+mod queue;
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::{
-    iso_timestamp, merge_system_prompt, path_to, AssistantMessage, ContextBudget, Message, PathError, Resources,
-    SessionEntry, StopReason, ToolRegistry, Usage,
+    merge_system_prompt, path_to, AssistantMessage, ContextBudget, Message, PathError, Resources, SessionEntry,
+    StopReason, ToolRegistry, Usage,
 };
 
 pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentState, AgentStep, SubscriptionId};
+pub use control::Control;
 pub use deps::{ClockRule, Deps, IdRule, OtherReaders};
 pub use executor::{Execution, ExecutorStep};
 pub use io::{
@@ -392,46 +396,6 @@ impl Runtime {
         Ok(())
     }
 
-    fn handle_prompt(&mut self, op: OpId, purpose: Purpose, text: String) {
-        if let Some(cause) = self.poison.clone() {
-            return self.settle(op, Settlement::Rejected(cause));
-        }
-        if self.disposal.is_some() {
-            return self.settle(op, Settlement::Rejected(disposed_cause()));
-        }
-        self.accepted_through += 1;
-        self.queue.push_back(Queued {
-            op,
-            seq: self.accepted_through,
-            purpose,
-            text,
-        });
-        self.pump();
-    }
-
-    fn handle_flush(&mut self, op: OpId) {
-        self.flushes.push((op, self.accepted_through));
-        self.settle_waiters();
-    }
-
-    fn handle_dispose(&mut self, op: OpId) {
-        let upto = self.accepted_through;
-        match &mut self.disposal {
-            Some(disposal) => match disposal.outcome.clone() {
-                Some(outcome) => self.settle(op, outcome),
-                None => disposal.waiting.push(op),
-            },
-            None => {
-                self.disposal = Some(Disposal {
-                    waiting: vec![op],
-                    upto,
-                    outcome: None,
-                });
-                self.settle_waiters();
-            }
-        }
-    }
-
     fn handle_complete(&mut self, effect: EffectId, completion: Completion) -> Result<(), InputError> {
         let pending = self.pending.get(&effect).ok_or(InputError::UnknownEffect(effect))?;
         let mismatch = |got| InputError::CompletionMismatch {
@@ -506,37 +470,6 @@ impl Runtime {
             (_, completion) => return Err(mismatch(completion_name(&completion))),
         }
         Ok(())
-    }
-
-    // ----- the queue -----
-
-    /// Starts queued operations while none is active.
-    fn pump(&mut self) {
-        while self.active.is_none() {
-            let Some(queued) = self.queue.pop_front() else { return };
-            if let Some(cause) = self.poison.clone() {
-                self.finish_operation(queued.op, queued.seq, Settlement::Rejected(cause));
-                continue;
-            }
-            // beforeCount is read now, when the operation starts, not when prompt() was called.
-            let before_count = self.agent.messages().len();
-            let signal = SignalId(self.signal_next);
-            self.signal_next += 1;
-            self.observers.run_started(self.agent.messages().len());
-            let user = Message::user(queued.text, self.deps.now());
-            let step = self
-                .agent
-                .prompt(user, signal)
-                .expect("the runtime starts one run at a time");
-            self.active = Some(Active {
-                op: queued.op,
-                seq: queued.seq,
-                purpose: queued.purpose,
-                before_count,
-                stage: Stage::Agent { execution: None },
-            });
-            self.advance(step);
-        }
     }
 
     /// Serves agent steps until one needs the world.
@@ -673,130 +606,7 @@ impl Runtime {
         SignalId(self.signal_next - 1)
     }
 
-    // ----- persistence -----
-
-    /// Appends the next suffix message, or settles the operation when all were accepted.
-    fn append_next(&mut self) {
-        let active = self.active.as_mut().expect("persisting belongs to an active operation");
-        let Stage::Persist {
-            suffix,
-            next,
-            in_flight,
-            ..
-        } = &mut active.stage
-        else {
-            unreachable!("append_next runs in the persist stage")
-        };
-        if *in_flight {
-            return;
-        }
-        if *next < suffix.len() {
-            // One entry at a time, parented on the leaf: the previous entry, once accepted.
-            let message = suffix[*next].clone();
-            *next += 1;
-            *in_flight = true;
-            let id = self.deps.create_id();
-            let timestamp = iso_timestamp(self.deps.now());
-            let entry = SessionEntry::message(id, self.leaf.as_deref(), timestamp, message);
-            let effect = self.issue(Pending::Append { entry: entry.clone() });
-            self.effects.push_back(Effect::Append { effect, entry });
-            return;
-        }
-        let active = self.active.take().expect("checked above");
-        let Stage::Persist { result, .. } = active.stage else {
-            unreachable!("checked above")
-        };
-        self.finish_run(active.op, active.seq, active.purpose, result);
-    }
-
-    /// The run's suffix is stored: resolve the caller (or, for a mode, write its output).
-    fn finish_run(&mut self, op: OpId, seq: u64, purpose: Purpose, result: RunResult) {
-        match purpose {
-            Purpose::Prompt => self.finish_operation(op, seq, Settlement::Resolved(OpValue::Run(result))),
-            Purpose::Library => {
-                let value = OpValue::Library {
-                    reason: result.reason,
-                    text: result.final_assistant_text(),
-                };
-                self.finish_operation(op, seq, Settlement::Resolved(value));
-            }
-            Purpose::Mode(mode) => {
-                // The output is the mode's; the mode settles when the sink answers, while the
-                // queue moves on now: the run is stored.
-                let text = mode.render(&result);
-                let effect = self.issue(Pending::Write { op, result });
-                self.effects.push_back(Effect::Write { effect, text });
-                self.mark_settled(seq);
-            }
-        }
-    }
-
-    /// The entry is on the path: leaf, active path and persisted count advance together.
-    fn advance_leaf(&mut self, entry: SessionEntry) {
-        self.leaf = Some(entry.id.clone());
-        self.active_path.push(entry);
-        self.persisted_message_count += 1;
-    }
-
-    fn handle_append_outcome(&mut self, entry: SessionEntry, outcome: StoreOutcome) {
-        match outcome {
-            StoreOutcome::Ok => {
-                // Only now, after the store accepted it, does the entry join the path.
-                self.advance_leaf(entry);
-                if let Some(Active {
-                    stage: Stage::Persist { in_flight, .. },
-                    ..
-                }) = self.active.as_mut()
-                {
-                    *in_flight = false;
-                }
-                self.append_next();
-            }
-            StoreOutcome::Failed(cause) => {
-                // Poisoned for good with this cause; nothing is retried (the append may have
-                // been applied all the same).
-                self.poison = Some(cause.clone());
-                let active = self.active.take().expect("an append belongs to an active operation");
-                self.finish_operation(active.op, active.seq, Settlement::Rejected(cause));
-            }
-        }
-    }
-
     // ----- settlement -----
-
-    fn finish_operation(&mut self, op: OpId, seq: u64, settlement: Settlement) {
-        self.settle(op, settlement);
-        self.mark_settled(seq);
-    }
-
-    fn mark_settled(&mut self, seq: u64) {
-        self.settled_through = seq;
-        self.settle_waiters();
-        self.pump();
-    }
-
-    /// Settles the flushes and disposes whose awaited work is done.
-    fn settle_waiters(&mut self) {
-        let settled_through = self.settled_through;
-        let (ready, waiting): (Vec<_>, Vec<_>) = self.flushes.drain(..).partition(|(_, upto)| *upto <= settled_through);
-        self.flushes = waiting;
-        for (op, _) in ready {
-            let settlement = match &self.poison {
-                Some(cause) => Settlement::Rejected(cause.clone()),
-                None => Settlement::Resolved(OpValue::Unit),
-            };
-            self.settle(op, settlement);
-        }
-        let Some(disposal) = self.disposal.as_mut() else { return };
-        if disposal.outcome.is_none() && disposal.upto <= settled_through {
-            let outcome = Settlement::Resolved(OpValue::Unit);
-            disposal.outcome = Some(outcome.clone());
-            let waiting = std::mem::take(&mut disposal.waiting);
-            for op in waiting {
-                self.settle(op, outcome.clone());
-            }
-        }
-    }
 
     fn settle(&mut self, op: OpId, settlement: Settlement) {
         self.effects.push_back(Effect::Settled { op, settlement });
@@ -859,45 +669,5 @@ pub fn projection_failure(error: &ProjectionError, timestamp: u64) -> AssistantM
         stop_reason: StopReason::Error,
         error_message: Some(format!("{}: {error}", error.code())),
         timestamp,
-    }
-}
-
-/// `Runtime.control`: forwards to the one Agent; exposes no prompt.
-pub struct Control<'a> {
-    runtime: &'a mut Runtime,
-}
-
-impl Control<'_> {
-    pub fn state(&self) -> AgentState {
-        self.runtime.agent.state()
-    }
-
-    pub fn subscribe(&mut self) -> SubscriptionId {
-        self.runtime.agent.subscribe()
-    }
-
-    pub fn unsubscribe(&mut self, id: SubscriptionId) {
-        self.runtime.agent.unsubscribe(id);
-    }
-
-    pub fn drain_events(&mut self, id: SubscriptionId) -> Vec<AgentEvent> {
-        self.runtime.agent.drain_events(id)
-    }
-
-    pub fn steer(&mut self, text: String) {
-        let message = Message::user(text, self.runtime.deps.now());
-        self.runtime.agent.steer(message);
-    }
-
-    pub fn follow_up(&mut self, text: String) {
-        let message = Message::user(text, self.runtime.deps.now());
-        self.runtime.agent.follow_up(message);
-    }
-
-    /// Fires the active run's abort signal; nothing happens when no run is active.
-    pub fn abort(&mut self) {
-        if let Some(signal) = self.runtime.agent.abort() {
-            self.runtime.effects.push_back(Effect::AbortSignal { signal });
-        }
     }
 }
