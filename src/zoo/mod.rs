@@ -14,8 +14,10 @@
 mod append;
 mod executor;
 mod legacy;
+mod poison;
 mod projection;
 mod queue;
+mod reappend;
 mod restore;
 pub mod seam;
 
@@ -78,15 +80,15 @@ macro_rules! zoo {
 
 zoo! {
     /// The chapter's fault injection: the append failure is rethrown but not stored as poison.
-    PoisonNotStored = "poison-not-stored", canonical, Build::Bug(append::poison_not_stored);
+    PoisonNotStored = "poison-not-stored", canonical, Build::Bug(poison::poison_not_stored);
     /// `beforeCount` read when prompt() is called, not when the operation starts.
-    BeforeCountAtCall = "before-count-at-call", canonical, Build::Bug(append::before_count_at_call);
+    BeforeCountAtCall = "before-count-at-call", canonical, Build::Bug(reappend::before_count_at_call);
     /// The leaf (and active path) advance when the append is issued, before it is accepted.
     LeafBeforeAccept = "leaf-before-accept", canonical, Build::Bug(append::leaf_before_accept);
     /// The prompt resolves when its last append is issued, not when it is accepted.
     ResolveBeforeLastAppend = "resolve-before-last-append", canonical, Build::Bug(|| Box::<append::ResolveBeforeLastAppend>::default());
     /// The whole transcript is persisted: restored history appended again.
-    RestoredHistoryReappended = "restored-history-reappended", canonical, Build::Bug(append::restored_history_reappended);
+    RestoredHistoryReappended = "restored-history-reappended", canonical, Build::Bug(reappend::restored_history_reappended);
     /// The suffix is stored under the temporary `__runtime_context_N` ids.
     TemporaryEntriesStored = "temporary-entries-stored", canonical, Build::Bug(|| Box::<projection::TemporaryEntriesStored>::default());
     /// The projection snapshot is captured once at creation and never refreshed.
@@ -104,7 +106,7 @@ zoo! {
     /// A failed append is retried once before the runtime gives up.
     RetryAfterFailedAppend = "retry-after-failed-append", canonical, Build::Bug(|| Box::<append::RetryAfterFailedAppend>::default());
     /// Queued prompts still run after poison (new calls are rejected).
-    QueuedRunAfterPoison = "queued-run-after-poison", canonical, Build::Bug(append::queued_run_after_poison);
+    QueuedRunAfterPoison = "queued-run-after-poison", canonical, Build::Bug(poison::queued_run_after_poison);
     /// The next append is issued without waiting for the previous answer.
     TwoAppendsInFlight = "two-appends-in-flight", canonical, Build::Bug(append::two_appends_in_flight);
     /// The core tool runs before the extensions' before hooks.
