@@ -9,7 +9,8 @@
 //! for field (which fields are required, optional or nullable, which objects are closed to
 //! unknown fields), and `tests/fixtures/protocol/lines.json` pins both to the same answers; the
 //! JavaScript and Python SDKs hold the same tables, written the same way, and their test suites
-//! read the same fixture file, so the three cannot drift apart.
+//! read the same fixture file, so the three cannot drift apart. The tables stay in one file, as
+//! the serde types they mirror do.
 //!
 //! Conventions, shared with the SDKs (docs/protocol.md, "Errors in adapter lines"):
 //! - a path is keys joined by `.` with `[i]` for array items, from the line's top level;

@@ -10,7 +10,8 @@
 //! shapes (messages, session entries, tool calls, tool specs, resources) are the `model` types,
 //! because those shapes are what every implementation of the family already speaks.
 //!
-//! This module never does IO and never decides anything: it parses, prints and converts.
+//! This module never does IO and never decides anything: it parses, prints and converts. It is
+//! one file on purpose: the wire format is one versioned concept, read whole when it changes.
 
 use std::collections::BTreeMap;
 
