@@ -24,6 +24,13 @@
 
 use serde_json::Value;
 
+/// The newest protocol version this kit speaks (what `agentsim serve` says in `hello`).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Every version the kit accepts in `hello`: version 1 runs one scenario per process; version 2
+/// adds `reset` (many scenarios on one process) and observer notifications.
+pub const PROTOCOL_VERSIONS: &[u32] = &[1, 2];
+
 /// Where a line first departs from its shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShapeError {
@@ -530,7 +537,7 @@ fn expected(shape: &Shape) -> String {
         Shape::Enum(names) => one_of(names),
         Shape::Version => format!(
             "one of {}",
-            super::wire::PROTOCOL_VERSIONS
+            PROTOCOL_VERSIONS
                 .iter()
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
@@ -589,13 +596,7 @@ fn check_shape(shape: &Shape, value: &Value, at: &At<'_>) -> Result<(), ShapeErr
             _ => wrong(),
         },
         Shape::Version => match value.as_u64() {
-            Some(version)
-                if super::wire::PROTOCOL_VERSIONS
-                    .iter()
-                    .any(|known| u64::from(*known) == version) =>
-            {
-                Ok(())
-            }
+            Some(version) if PROTOCOL_VERSIONS.iter().any(|known| u64::from(*known) == version) => Ok(()),
             _ => fail("wire.version", at, expected(shape), describe(value)),
         },
         Shape::UserContent => match value {

@@ -24,12 +24,7 @@ use crate::model::{
 };
 use crate::runtime::{AgentEventKind, NotifyOutcome, ObservedEvent};
 
-/// The newest protocol version this kit speaks (what `agentsim serve` says in `hello`).
-pub const PROTOCOL_VERSION: u32 = 2;
-
-/// Every version the kit accepts in `hello`: version 1 runs one scenario per process; version 2
-/// adds `reset` (many scenarios on one process) and observer notifications.
-pub const PROTOCOL_VERSIONS: &[u32] = &[1, 2];
+pub use super::shape::{PROTOCOL_VERSION, PROTOCOL_VERSIONS};
 
 /// The longest line either side may write, newline excluded.
 pub const LINE_BYTES_MAX: usize = 4 * 1024 * 1024;
