@@ -27,12 +27,12 @@ impl Control<'_> {
     }
 
     pub fn steer(&mut self, text: String) {
-        let message = Message::user(text, self.runtime.deps.now());
+        let message = Message::user(text, self.runtime.ids_and_clock.now());
         self.runtime.agent.steer(message);
     }
 
     pub fn follow_up(&mut self, text: String) {
-        let message = Message::user(text, self.runtime.deps.now());
+        let message = Message::user(text, self.runtime.ids_and_clock.now());
         self.runtime.agent.follow_up(message);
     }
 

@@ -74,7 +74,7 @@ pub struct OtherReaders {
 
 /// The runtime's `createId` and `now`, with how often each was called.
 #[derive(Debug, Clone)]
-pub struct Deps {
+pub struct IdsAndClock {
     ids: IdRule,
     clock: ClockRule,
     others: OtherReaders,
@@ -84,14 +84,14 @@ pub struct Deps {
     clock_reads: u64,
 }
 
-impl Deps {
-    pub fn new(ids: IdRule, clock: ClockRule) -> Deps {
-        Deps::shared(ids, clock, OtherReaders::default())
+impl IdsAndClock {
+    pub fn new(ids: IdRule, clock: ClockRule) -> IdsAndClock {
+        IdsAndClock::shared(ids, clock, OtherReaders::default())
     }
 
     /// Rules that other readers draw from too (see [`OtherReaders`]).
-    pub fn shared(ids: IdRule, clock: ClockRule, others: OtherReaders) -> Deps {
-        Deps {
+    pub fn shared(ids: IdRule, clock: ClockRule, others: OtherReaders) -> IdsAndClock {
+        IdsAndClock {
             ids,
             clock,
             others,

@@ -39,7 +39,7 @@ use crate::model::{
 
 pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentState, AgentStep, SubscriptionId};
 pub use control::Control;
-pub use deps::{ClockRule, Deps, IdRule, OtherReaders};
+pub use deps::{ClockRule, IdRule, IdsAndClock, OtherReaders};
 pub use executor::{Execution, ExecutorStep};
 pub use io::{
     AgentEventKind, Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, NotifyOutcome,
@@ -223,7 +223,7 @@ pub struct Runtime {
     resources: Resources,
     extensions: Vec<String>,
     tools: ToolRegistry,
-    deps: Deps,
+    ids_and_clock: IdsAndClock,
     agent: Agent,
     active_path: Vec<SessionEntry>,
     persisted_message_count: usize,
@@ -276,7 +276,7 @@ impl Runtime {
             resources: deps.resources,
             extensions: deps.extensions,
             tools: deps.tools,
-            deps: Deps::shared(deps.ids, deps.clock, deps.other_readers),
+            ids_and_clock: IdsAndClock::shared(deps.ids, deps.clock, deps.other_readers),
             agent,
             active_path,
             persisted_message_count,
@@ -359,7 +359,7 @@ impl Runtime {
 
     /// How many times `createId` was called.
     pub fn ids_issued(&self) -> u64 {
-        self.deps.ids_issued()
+        self.ids_and_clock.ids_issued()
     }
 
     /// The effects issued and not yet completed, in id order.
@@ -411,7 +411,7 @@ impl Runtime {
             }
             (Pending::Model, Completion::ModelFinal { message }) => {
                 self.pending.remove(&effect);
-                let now = self.deps.now();
+                let now = self.ids_and_clock.now();
                 let step = self
                     .agent
                     .handle_model_final(message, now)
@@ -420,25 +420,25 @@ impl Runtime {
             }
             (Pending::Tool, Completion::Tool(outcome)) => {
                 self.pending.remove(&effect);
-                let deps = &mut self.deps;
-                let step = execution_in(&mut self.active).handle_core(outcome, &self.extensions, &mut || deps.now());
+                let clock = &mut self.ids_and_clock;
+                let step = execution_in(&mut self.active).handle_core(outcome, &self.extensions, &mut || clock.now());
                 self.advance_execution(step.expect("a pending tool call means the execution is at its core"));
             }
             (Pending::Hook, Completion::Hook(outcome)) => {
-                let deps = &mut self.deps;
+                let clock = &mut self.ids_and_clock;
                 // A bad answer changes nothing: the clock is read only on the way to a result.
                 let mut reads = 0;
-                let clock_before = deps.clone();
+                let clock_before = clock.clone();
                 let step =
                     execution_in(&mut self.active).handle_hook(outcome, &self.extensions, &self.tools, &mut || {
                         reads += 1;
-                        deps.now()
+                        clock.now()
                     });
                 let step = match step {
                     Ok(step) => step,
                     Err(problem) => {
                         if reads > 0 {
-                            self.deps = clock_before;
+                            self.ids_and_clock = clock_before;
                         }
                         return Err(InputError::BadHookAnswer { effect, problem });
                     }
@@ -504,7 +504,7 @@ impl Runtime {
                             return;
                         }
                         Err(error) => {
-                            let now = self.deps.now();
+                            let now = self.ids_and_clock.now();
                             let message = projection_failure(&error, now);
                             step = self
                                 .agent
@@ -514,9 +514,9 @@ impl Runtime {
                     }
                 }
                 AgentStep::Tool { call, signal: _ } => {
-                    let deps = &mut self.deps;
+                    let clock = &mut self.ids_and_clock;
                     let (execution, executor_step) =
-                        Execution::start(call, &self.extensions, &self.tools, &mut || deps.now());
+                        Execution::start(call, &self.extensions, &self.tools, &mut || clock.now());
                     if let Some(Active {
                         stage: Stage::Agent { execution: slot },
                         ..
@@ -573,9 +573,9 @@ impl Runtime {
             ExecutorStep::Core { call } => {
                 if self.agent.is_aborted() {
                     // The signal fired while the hooks ran: the core tool never starts.
-                    let deps = &mut self.deps;
+                    let clock = &mut self.ids_and_clock;
                     let step = execution_in(&mut self.active)
-                        .handle_core(ToolOutcome::Aborted, &self.extensions, &mut || deps.now())
+                        .handle_core(ToolOutcome::Aborted, &self.extensions, &mut || clock.now())
                         .expect("the execution is at its core");
                     return self.serve_execution(step);
                 }
@@ -592,7 +592,7 @@ impl Runtime {
                 {
                     *execution = None;
                 }
-                let now = self.deps.now();
+                let now = self.ids_and_clock.now();
                 Some(
                     self.agent
                         .handle_tool_result(result, now)

@@ -28,8 +28,8 @@ impl Runtime {
             let message = suffix[*next].clone();
             *next += 1;
             *in_flight = true;
-            let id = self.deps.create_id();
-            let timestamp = iso_timestamp(self.deps.now());
+            let id = self.ids_and_clock.create_id();
+            let timestamp = iso_timestamp(self.ids_and_clock.now());
             let entry = SessionEntry::message(id, self.leaf.as_deref(), timestamp, message);
             let effect = self.issue(Pending::Append { entry: entry.clone() });
             self.effects.push_back(Effect::Append { effect, entry });

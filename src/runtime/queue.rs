@@ -62,7 +62,7 @@ impl Runtime {
             let signal = SignalId(self.signal_next);
             self.signal_next += 1;
             self.observers.run_started(self.agent.messages().len());
-            let user = Message::user(queued.text, self.deps.now());
+            let user = Message::user(queued.text, self.ids_and_clock.now());
             let step = self
                 .agent
                 .prompt(user, signal)
