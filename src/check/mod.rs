@@ -18,6 +18,7 @@ mod poison;
 mod project;
 mod queue;
 mod restore;
+pub mod settle;
 pub mod situations;
 pub mod timeline;
 mod wiring;
@@ -225,6 +226,7 @@ rules! {
         "DURABLE-2" => durable::nothing_below_an_unknown_fate, Must,
         "DURABLE-3" => durable::reopened_session_is_the_acknowledged_one, Must,
         "DURABLE-4" => durable::torn_tail_is_cut_off, Must,
+        "SETTLE-1" => settle::settlement_is_allowed, Must,
 }
 
 /// Runs every rule's checker on one run; violations in catalogue order, then by line.

@@ -331,6 +331,12 @@ pub fn situations() -> &'static [Situation] {
             |t| t.appends.iter().any(|a| matches!(a.answer, Some((_, AppendAnswer::Lost { .. }))));
         "DURABLE-4" Net "a torn tail excluded when the store reopened" =>
             |t| t.events.iter().any(|e| matches!(e, Event::StoreOpened { torn_bytes: Some(_), .. }));
+        "SETTLE-1" Any "a prompt arriving while another runs" =>
+            |t| t.ops.iter().any(|info| info.is_prompt_like() && queued_at(t, info.delivered + 1) > 0);
+        "SETTLE-1" Any "an operation delivered to a poisoned runtime" =>
+            |t| failure_line(t).is_some_and(|line| t.ops.iter().any(|info| info.delivered > line));
+        "SETTLE-1" Any "an operation delivered after dispose" =>
+            |t| t.ops.iter().position(|info| info.operation.name() == "dispose").is_some_and(|index| t.ops.len() > index + 1);
     ]
 }
 

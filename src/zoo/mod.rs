@@ -133,6 +133,8 @@ zoo! {
     DisposeRejectsQueued = "dispose-rejects-queued", canonical, Build::Bug(queue::dispose_rejects_queued);
     /// The core executor does not validate arguments against the tool's schema.
     ArgumentsNotValidated = "arguments-not-validated", canonical, Build::Bug(|| Box::<executor::ArgumentsNotValidated>::default());
+    /// A prompt arriving while another runs or waits is refused as busy instead of queued.
+    BusyPromptRejected = "busy-prompt-rejected", canonical, Build::Bug(|| Box::<queue::BusyPromptRejected>::default());
     /// `control.abort()` is accepted but never reaches the agent: the signal never fires.
     AbortIgnored = "abort-ignored", canonical, Build::Legacy(SeamBug::AbortIgnored);
     /// The extension host runs no after hook: the core result goes straight to the agent.

@@ -231,3 +231,36 @@ impl Bug for FlushCreatesWork {
         }
     }
 }
+
+/// A prompt that arrives while another is running or waiting is refused as busy
+/// (`runtime.busy`) instead of queued: the runtime has no queue of its own and passes the
+/// Agent's refusal on (Pi's `AgentSession.prompt()` does this).
+#[derive(Default)]
+pub(crate) struct BusyPromptRejected {
+    /// Prompts delivered to the runtime and not settled yet.
+    in_runtime: Vec<OpId>,
+}
+
+impl Bug for BusyPromptRejected {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        let healthy = seam.watch().poison.is_none() && !seam.watch().disposed;
+        match op_of(&input) {
+            Some(op) if healthy && !self.in_runtime.is_empty() && !unknown_mode(&input) => {
+                let cause = Cause::new("runtime.busy", "the agent is already processing a prompt");
+                seam.settle(op, Settlement::Rejected(cause));
+            }
+            Some(op) => {
+                self.in_runtime.push(op);
+                seam.deliver(input);
+            }
+            None => seam.deliver(input),
+        }
+    }
+
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        if let Effect::Settled { op, .. } = &effect {
+            self.in_runtime.retain(|other| other != op);
+        }
+        seam.emit(effect);
+    }
+}

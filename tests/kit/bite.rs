@@ -392,6 +392,11 @@ const BITES: &[Bite] = &[
         "dispose-drops-queued",
     ),
     mutant(
+        "SETTLE-1",
+        "observers/observer-throws-is-contained",
+        "observer-error-rejects-prompt",
+    ),
+    mutant(
         "MODE-1",
         "lab13/lab13-4-1b-json-mode-on-restored-session",
         "json-messages-suffix-only",
