@@ -8,30 +8,26 @@
 //! reference and judges no other implementation). An interleaving-tier mutant must survive
 //! every canonical schedule and fall only to exploration.
 //!
-//! FIXME(issue 22): mutants marked `Build::Legacy` are still one decorator struct
-//! (`legacy.rs`), moving to `Build::Bug` families.
-
 mod append;
+mod control;
 mod executor;
-mod legacy;
+mod lifecycle;
+mod modes;
+mod observers;
+mod persist;
 mod poison;
 mod projection;
 mod queue;
 mod reappend;
 mod restore;
 pub mod seam;
+mod window;
+mod wiring;
 
 use crate::sim::BoxedSubject;
 
-pub use legacy::{SeamBug, SeamSubject};
-
-/// How a mutant is built.
-enum Build {
-    /// The legacy seam decorator.
-    Legacy(SeamBug),
-    /// A decorator of the seam's families.
-    Bug(fn() -> Box<dyn seam::Bug>),
-}
+/// How a mutant's decorator is built, fresh for every run.
+type Build = fn() -> Box<dyn seam::Bug>;
 
 /// Which schedules must kill a mutant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,158 +76,158 @@ macro_rules! zoo {
 
 zoo! {
     /// The chapter's fault injection: the append failure is rethrown but not stored as poison.
-    PoisonNotStored = "poison-not-stored", canonical, Build::Bug(poison::poison_not_stored);
+    PoisonNotStored = "poison-not-stored", canonical, poison::poison_not_stored;
     /// `beforeCount` read when prompt() is called, not when the operation starts.
-    BeforeCountAtCall = "before-count-at-call", canonical, Build::Bug(reappend::before_count_at_call);
+    BeforeCountAtCall = "before-count-at-call", canonical, reappend::before_count_at_call;
     /// The leaf (and active path) advance when the append is issued, before it is accepted.
-    LeafBeforeAccept = "leaf-before-accept", canonical, Build::Bug(append::leaf_before_accept);
+    LeafBeforeAccept = "leaf-before-accept", canonical, append::leaf_before_accept;
     /// The prompt resolves when its last append is issued, not when it is accepted.
-    ResolveBeforeLastAppend = "resolve-before-last-append", canonical, Build::Bug(|| Box::<append::ResolveBeforeLastAppend>::default());
+    ResolveBeforeLastAppend = "resolve-before-last-append", canonical, || Box::<append::ResolveBeforeLastAppend>::default();
     /// The whole transcript is persisted: restored history appended again.
-    RestoredHistoryReappended = "restored-history-reappended", canonical, Build::Bug(reappend::restored_history_reappended);
+    RestoredHistoryReappended = "restored-history-reappended", canonical, reappend::restored_history_reappended;
     /// The suffix is stored under the temporary `__runtime_context_N` ids.
-    TemporaryEntriesStored = "temporary-entries-stored", canonical, Build::Bug(|| Box::<projection::TemporaryEntriesStored>::default());
+    TemporaryEntriesStored = "temporary-entries-stored", canonical, || Box::<projection::TemporaryEntriesStored>::default();
     /// The projection snapshot is captured once at creation and never refreshed.
-    SnapshotCapturedOnce = "snapshot-captured-once", canonical, Build::Bug(|| Box::<projection::SnapshotCapturedOnce>::default());
+    SnapshotCapturedOnce = "snapshot-captured-once", canonical, || Box::<projection::SnapshotCapturedOnce>::default();
     /// The projection slices the last four messages itself instead of using the budget.
-    ProjectionSlicesMessages = "projection-slices-messages", canonical, Build::Bug(|| Box::<projection::ProjectionSlicesMessages>::default());
+    ProjectionSlicesMessages = "projection-slices-messages", canonical, || Box::<projection::ProjectionSlicesMessages>::default();
     /// Every model request gets a fresh abort signal.
-    SignalPerRequest = "signal-per-request", canonical, Build::Bug(|| Box::<projection::SignalPerRequest>::default());
+    SignalPerRequest = "signal-per-request", canonical, || Box::<projection::SignalPerRequest>::default();
     /// dispose() rejects the prompts still queued instead of running them.
-    DisposeDropsQueued = "dispose-drops-queued", canonical, Build::Bug(queue::dispose_drops_queued);
+    DisposeDropsQueued = "dispose-drops-queued", canonical, queue::dispose_drops_queued;
     /// A second dispose() rejects instead of returning the first one's outcome.
-    DisposeNotIdempotent = "dispose-not-idempotent", canonical, Build::Bug(|| Box::<queue::DisposeNotIdempotent>::default());
+    DisposeNotIdempotent = "dispose-not-idempotent", canonical, || Box::<queue::DisposeNotIdempotent>::default();
     /// flush() starts an agent run of its own.
-    FlushCreatesWork = "flush-creates-work", canonical, Build::Bug(|| Box::<queue::FlushCreatesWork>::default());
+    FlushCreatesWork = "flush-creates-work", canonical, || Box::<queue::FlushCreatesWork>::default();
     /// A failed append is retried once before the runtime gives up.
-    RetryAfterFailedAppend = "retry-after-failed-append", canonical, Build::Bug(|| Box::<append::RetryAfterFailedAppend>::default());
+    RetryAfterFailedAppend = "retry-after-failed-append", canonical, || Box::<append::RetryAfterFailedAppend>::default();
     /// Queued prompts still run after poison (new calls are rejected).
-    QueuedRunAfterPoison = "queued-run-after-poison", canonical, Build::Bug(poison::queued_run_after_poison);
+    QueuedRunAfterPoison = "queued-run-after-poison", canonical, poison::queued_run_after_poison;
     /// The next append is issued without waiting for the previous answer.
-    TwoAppendsInFlight = "two-appends-in-flight", canonical, Build::Bug(append::two_appends_in_flight);
+    TwoAppendsInFlight = "two-appends-in-flight", canonical, append::two_appends_in_flight;
     /// The core tool runs before the extensions' before hooks.
-    CoreOutsideHooks = "core-outside-hooks", canonical, Build::Bug(|| Box::<executor::CoreOutsideHooks>::default());
+    CoreOutsideHooks = "core-outside-hooks", canonical, || Box::<executor::CoreOutsideHooks>::default();
     /// The inactive skills' bodies are added to the system prompt.
-    InactiveSkillBodyShown = "inactive-skill-body-shown", canonical, Build::Bug(|| Box::<projection::InactiveSkillBodyShown>::default());
+    InactiveSkillBodyShown = "inactive-skill-body-shown", canonical, || Box::<projection::InactiveSkillBodyShown>::default();
     /// A non-empty session with a null leaf resumes at the last entry.
-    NullLeafResumesLast = "null-leaf-resumes-last", canonical, Build::Bug(|| Box::<restore::NullLeafResumesLast>::default());
+    NullLeafResumesLast = "null-leaf-resumes-last", canonical, || Box::<restore::NullLeafResumesLast>::default();
     /// The queue starts the newest waiting prompt first.
-    QueueLifo = "queue-lifo", canonical, Build::Bug(queue::queue_lifo);
+    QueueLifo = "queue-lifo", canonical, queue::queue_lifo;
     /// Restore takes every message entry of the file, siblings included.
-    RestoreWholeFile = "restore-whole-file", canonical, Build::Bug(|| Box::<restore::RestoreWholeFile>::default());
+    RestoreWholeFile = "restore-whole-file", canonical, || Box::<restore::RestoreWholeFile>::default();
     /// Restore walks parents leniently: duplicates, missing parents and cycles pass.
-    RestoreAcceptsBrokenTree = "restore-accepts-broken-tree", canonical, Build::Bug(|| Box::<restore::RestoreAcceptsBrokenTree>::default());
+    RestoreAcceptsBrokenTree = "restore-accepts-broken-tree", canonical, || Box::<restore::RestoreAcceptsBrokenTree>::default();
     /// The persisted count counts every path entry, metadata and compaction included.
-    CountIncludesMetadata = "count-includes-metadata", canonical, Build::Bug(|| Box::<restore::CountIncludesMetadata>::default());
+    CountIncludesMetadata = "count-includes-metadata", canonical, || Box::<restore::CountIncludesMetadata>::default();
     /// Temporary ids are not prefixed on a collision: the projection's tree walk breaks.
-    TemporaryIdNotPrefixed = "temporary-id-not-prefixed", canonical, Build::Bug(|| Box::<projection::TemporaryIdNotPrefixed>::default());
+    TemporaryIdNotPrefixed = "temporary-id-not-prefixed", canonical, || Box::<projection::TemporaryIdNotPrefixed>::default();
     /// The core tool starts even when the signal fired while the before hooks ran.
-    ToolStartsAfterAbort = "tool-starts-after-abort", canonical, Build::Bug(|| Box::<executor::ToolStartsAfterAbort>::default());
+    ToolStartsAfterAbort = "tool-starts-after-abort", canonical, || Box::<executor::ToolStartsAfterAbort>::default();
     /// A mode resolves when its write is issued, before the sink answers.
-    ModeSettlesBeforeWrite = "mode-settles-before-write", canonical, Build::Bug(|| Box::<append::ModeSettlesBeforeWrite>::default());
+    ModeSettlesBeforeWrite = "mode-settles-before-write", canonical, || Box::<append::ModeSettlesBeforeWrite>::default();
     /// dispose() rejects the queued prompts (with a code of its own) instead of running them.
-    DisposeRejectsQueued = "dispose-rejects-queued", canonical, Build::Bug(queue::dispose_rejects_queued);
+    DisposeRejectsQueued = "dispose-rejects-queued", canonical, queue::dispose_rejects_queued;
     /// The core executor does not validate arguments against the tool's schema.
-    ArgumentsNotValidated = "arguments-not-validated", canonical, Build::Bug(|| Box::<executor::ArgumentsNotValidated>::default());
+    ArgumentsNotValidated = "arguments-not-validated", canonical, || Box::<executor::ArgumentsNotValidated>::default();
     /// A prompt arriving while another runs or waits is refused as busy instead of queued.
-    BusyPromptRejected = "busy-prompt-rejected", canonical, Build::Bug(|| Box::<queue::BusyPromptRejected>::default());
+    BusyPromptRejected = "busy-prompt-rejected", canonical, || Box::<queue::BusyPromptRejected>::default();
     /// `control.abort()` is accepted but never reaches the agent: the signal never fires.
-    AbortIgnored = "abort-ignored", canonical, Build::Legacy(SeamBug::AbortIgnored);
+    AbortIgnored = "abort-ignored", canonical, || Box::<control::AbortIgnored>::default();
     /// The extension host runs no after hook: the core result goes straight to the agent.
-    AfterHooksSkipped = "after-hooks-skipped", canonical, Build::Legacy(SeamBug::AfterHooksSkipped);
+    AfterHooksSkipped = "after-hooks-skipped", canonical, || Box::new(wiring::AfterHookSkipped(wiring::AfterHooks::Every));
     /// The host's after loop stops one short: the last extension never observes a result.
-    LastAfterHookSkipped = "last-after-hook-skipped", canonical, Build::Legacy(SeamBug::LastAfterHookSkipped);
+    LastAfterHookSkipped = "last-after-hook-skipped", canonical, || Box::new(wiring::AfterHookSkipped(wiring::AfterHooks::Last));
     /// The projection sends only persisted messages: the run's temporary suffix is missing.
-    TemporarySuffixDropped = "temporary-suffix-dropped", canonical, Build::Legacy(SeamBug::TemporarySuffixDropped);
+    TemporarySuffixDropped = "temporary-suffix-dropped", canonical, || Box::<projection::TemporarySuffixDropped>::default();
     /// The suffix is computed once per run: later requests lack the call and its result.
-    SuffixFrozenAtUser = "suffix-frozen-at-user", canonical, Build::Legacy(SeamBug::SuffixFrozenAtUser);
+    SuffixFrozenAtUser = "suffix-frozen-at-user", canonical, || Box::<projection::SuffixFrozenAtUser>::default();
     /// A before hook's deny is logged but the call still runs.
-    DenyIgnored = "deny-ignored", canonical, Build::Legacy(SeamBug::DenyIgnored);
+    DenyIgnored = "deny-ignored", canonical, || Box::new(wiring::HookAnswerIgnored(wiring::HookAnswer::Deny));
     /// Arguments rewritten by a before hook are dropped; the original ones go on.
-    RewrittenArgumentsIgnored = "rewritten-arguments-ignored", canonical, Build::Legacy(SeamBug::RewrittenArgumentsIgnored);
+    RewrittenArgumentsIgnored = "rewritten-arguments-ignored", canonical, || Box::new(wiring::HookAnswerIgnored(wiring::HookAnswer::RewriteArguments));
     /// An after hook's rewritten result is dropped; the core result is recorded.
-    AfterRewriteIgnored = "after-rewrite-ignored", canonical, Build::Legacy(SeamBug::AfterRewriteIgnored);
+    AfterRewriteIgnored = "after-rewrite-ignored", canonical, || Box::new(wiring::HookAnswerIgnored(wiring::HookAnswer::RewriteResult));
     /// `steer()` is queued as a follow-up.
-    SteerAsFollowUp = "steer-as-follow-up", canonical, Build::Legacy(SeamBug::SteerAsFollowUp);
+    SteerAsFollowUp = "steer-as-follow-up", canonical, || Box::new(control::WrongQueue { meant: control::Queue::Steer });
     /// `followUp()` is delivered like a steer, mid-run.
-    FollowUpAsSteer = "follow-up-as-steer", canonical, Build::Legacy(SeamBug::FollowUpAsSteer);
+    FollowUpAsSteer = "follow-up-as-steer", canonical, || Box::new(control::WrongQueue { meant: control::Queue::FollowUp });
     /// Control calls resolve only when the runtime next does something.
-    ControlSettlesLate = "control-settles-late", canonical, Build::Legacy(SeamBug::ControlSettlesLate);
+    ControlSettlesLate = "control-settles-late", canonical, || Box::<control::ControlSettlesLate>::default();
     /// An unknown mode name falls back to `print`.
-    UnknownModeFallsBackToPrint = "unknown-mode-falls-back-to-print", canonical, Build::Legacy(SeamBug::UnknownModeFallsBackToPrint);
+    UnknownModeFallsBackToPrint = "unknown-mode-falls-back-to-print", canonical, || Box::<modes::UnknownModeFallsBackToPrint>::default();
     /// The sink's error is wrapped in a mode error instead of returned unchanged.
-    WriteErrorWrapped = "write-error-wrapped", canonical, Build::Legacy(SeamBug::WriteErrorWrapped);
+    WriteErrorWrapped = "write-error-wrapped", canonical, || Box::new(modes::WriteErrorWrapped::new(modes::WriteErrors::Every));
     /// dispose() closes the entry only after the queue drained: prompts in between run.
-    DisposeClosesLate = "dispose-closes-late", canonical, Build::Legacy(SeamBug::DisposeClosesLate);
+    DisposeClosesLate = "dispose-closes-late", canonical, || Box::<lifecycle::DisposeClosesLate>::default();
     /// Prompts after dispose are rejected with a code of the runtime's own.
-    DisposedCodeRenamed = "disposed-code-renamed", canonical, Build::Legacy(SeamBug::DisposedCodeRenamed);
+    DisposedCodeRenamed = "disposed-code-renamed", canonical, || Box::<lifecycle::DisposedCodeRenamed>::default();
     /// Tools are sent sorted by name (a map keyed by name), not in registration order.
-    ToolsSortedByName = "tools-sorted-by-name", canonical, Build::Legacy(SeamBug::ToolsSortedByName);
+    ToolsSortedByName = "tools-sorted-by-name", canonical, || Box::<wiring::ToolsSortedByName>::default();
     /// Tools are sent without descriptions and with an empty parameter schema.
-    ToolSchemaDropped = "tool-schema-dropped", canonical, Build::Legacy(SeamBug::ToolSchemaDropped);
+    ToolSchemaDropped = "tool-schema-dropped", canonical, || Box::<wiring::ToolSchemaDropped>::default();
     /// The resource context comes before the configured system prompt.
-    ResourcesBeforeConfiguredPrompt = "resources-before-configured-prompt", canonical, Build::Legacy(SeamBug::ResourcesBeforeConfiguredPrompt);
+    ResourcesBeforeConfiguredPrompt = "resources-before-configured-prompt", canonical, || Box::<wiring::ResourcesBeforeConfiguredPrompt>::default();
     /// The formatter runs on an empty catalog: a bare `# Pi resources` header appears.
-    ResourceHeaderOnEmptyCatalog = "resource-header-on-empty-catalog", canonical, Build::Legacy(SeamBug::ResourceHeaderOnEmptyCatalog);
+    ResourceHeaderOnEmptyCatalog = "resource-header-on-empty-catalog", canonical, || Box::<wiring::ResourceHeaderOnEmptyCatalog>::default();
     /// Every tree diagnostic becomes one generic restore error.
-    PathErrorsGeneric = "path-errors-generic", canonical, Build::Legacy(SeamBug::PathErrorsGeneric);
+    PathErrorsGeneric = "path-errors-generic", canonical, || Box::<restore::PathErrorsGeneric>::default();
     /// An empty session ignores the given leaf and starts a new conversation.
-    EmptySessionIgnoresLeaf = "empty-session-ignores-leaf", canonical, Build::Legacy(SeamBug::EmptySessionIgnoresLeaf);
+    EmptySessionIgnoresLeaf = "empty-session-ignores-leaf", canonical, || Box::<restore::EmptySessionIgnoresLeaf>::default();
     /// A null leaf is refused even on an empty session.
-    NullLeafAlwaysRejected = "null-leaf-always-rejected", canonical, Build::Legacy(SeamBug::NullLeafAlwaysRejected);
+    NullLeafAlwaysRejected = "null-leaf-always-rejected", canonical, || Box::<restore::NullLeafAlwaysRejected>::default();
     /// Entries are written with timestamp 0 instead of the clock's time.
-    TimestampsNotFromClock = "timestamps-not-from-clock", canonical, Build::Legacy(SeamBug::TimestampsNotFromClock);
+    TimestampsNotFromClock = "timestamps-not-from-clock", canonical, || Box::<persist::TimestampsNotFromClock>::default();
     /// The step bound is read off by one: the agent is built with maxSteps + 1.
-    MaxStepsOffByOne = "max-steps-off-by-one", canonical, Build::Legacy(SeamBug::MaxStepsOffByOne);
+    MaxStepsOffByOne = "max-steps-off-by-one", canonical, || Box::<control::MaxStepsOffByOne>::default();
     /// The library adapter always reports reason `stop`.
-    LibraryReasonAlwaysStop = "library-reason-always-stop", canonical, Build::Legacy(SeamBug::LibraryReasonAlwaysStop);
+    LibraryReasonAlwaysStop = "library-reason-always-stop", canonical, || Box::<modes::LibraryReasonAlwaysStop>::default();
     /// json mode lists only the run's new messages, not the transcript.
-    JsonMessagesSuffixOnly = "json-messages-suffix-only", canonical, Build::Legacy(SeamBug::JsonMessagesSuffixOnly);
+    JsonMessagesSuffixOnly = "json-messages-suffix-only", canonical, || Box::<modes::JsonMessagesSuffixOnly>::default();
     /// The runtime waits for its observers before it stores: an append is issued only once
     /// every observer notification has been answered (Pi awaits extension handlers first).
-    AppendsWaitForObservers = "appends-wait-for-observers", canonical, Build::Legacy(SeamBug::AppendsWaitForObservers);
+    AppendsWaitForObservers = "appends-wait-for-observers", canonical, || Box::<observers::AppendsWaitForObservers>::default();
     /// An observer's error escapes the extension host: the next prompt to settle rejects with it.
-    ObserverErrorRejectsPrompt = "observer-error-rejects-prompt", canonical, Build::Legacy(SeamBug::ObserverErrorRejectsPrompt);
+    ObserverErrorRejectsPrompt = "observer-error-rejects-prompt", canonical, || Box::<observers::ObserverErrorRejectsPrompt>::default();
     /// `agent_end` handlers are registered to fire once: observers hear only the first run end.
-    AgentEndToldOnce = "agent-end-told-once", canonical, Build::Legacy(SeamBug::AgentEndToldOnce);
+    AgentEndToldOnce = "agent-end-told-once", canonical, || Box::<observers::AgentEndToldOnce>::default();
     /// The abort is wired to the agent only between tool rounds: while an after hook runs, it
     /// is dropped.
-    AbortLostDuringAfterHook = "abort-lost-during-after-hook", interleaving, Build::Legacy(SeamBug::AbortLostDuringAfterHook);
+    AbortLostDuringAfterHook = "abort-lost-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Abort, window::Window::AfterHook));
     /// The abort reaches only the run's first stream: during a later request it is dropped.
-    AbortLostOnLaterRequest = "abort-lost-on-later-request", interleaving, Build::Legacy(SeamBug::AbortLostOnLaterRequest);
+    AbortLostOnLaterRequest = "abort-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Abort, window::Window::LaterRequest));
     /// The stream counts as done once its last chunk arrived: an abort before the final
     /// message is dropped.
-    AbortLostAfterLastChunk = "abort-lost-after-last-chunk", interleaving, Build::Legacy(SeamBug::AbortLostAfterLastChunk);
+    AbortLostAfterLastChunk = "abort-lost-after-last-chunk", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Abort, window::Window::AfterLastChunk));
     /// A steer while an after hook runs is dropped (the host holds the agent's queue).
-    SteerLostDuringAfterHook = "steer-lost-during-after-hook", interleaving, Build::Legacy(SeamBug::SteerLostDuringAfterHook);
+    SteerLostDuringAfterHook = "steer-lost-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::AfterHook));
     /// A steer while a tool runs is dropped.
-    SteerLostDuringTool = "steer-lost-during-tool", canonical, Build::Legacy(SeamBug::SteerLostDuringTool);
+    SteerLostDuringTool = "steer-lost-during-tool", canonical, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::Tool));
     /// A follow-up during a later request of the run is dropped.
-    FollowUpLostOnLaterRequest = "follow-up-lost-on-later-request", interleaving, Build::Legacy(SeamBug::FollowUpLostOnLaterRequest);
+    FollowUpLostOnLaterRequest = "follow-up-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::FollowUp, window::Window::LaterRequest));
     /// dispose() waits for the agent, not the store: with no prompt queued it resolves while
     /// the last run's appends are in flight.
-    DisposeIgnoresPersistingRun = "dispose-ignores-persisting-run", interleaving, Build::Legacy(SeamBug::DisposeIgnoresPersistingRun);
+    DisposeIgnoresPersistingRun = "dispose-ignores-persisting-run", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::PersistingRun));
     /// flush() waits for the agent, not the store: it resolves while appends are in flight.
-    FlushIgnoresPersistingRun = "flush-ignores-persisting-run", canonical, Build::Legacy(SeamBug::FlushIgnoresPersistingRun);
+    FlushIgnoresPersistingRun = "flush-ignores-persisting-run", canonical, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::PersistingRun));
     /// flush() checks "no model stream open": it resolves while a tool runs.
-    FlushResolvesDuringTool = "flush-resolves-during-tool", interleaving, Build::Legacy(SeamBug::FlushResolvesDuringTool);
+    FlushResolvesDuringTool = "flush-resolves-during-tool", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::Tool));
     /// dispose() checks "no model stream open": it resolves while a tool runs.
-    DisposeResolvesDuringTool = "dispose-resolves-during-tool", canonical, Build::Legacy(SeamBug::DisposeResolvesDuringTool);
+    DisposeResolvesDuringTool = "dispose-resolves-during-tool", canonical, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::Tool));
     /// A sink error that comes back after the next run got a model response is reported as a
     /// mode error of the runtime's own.
-    WriteErrorWrappedWhenLate = "write-error-wrapped-when-late", interleaving, Build::Legacy(SeamBug::WriteErrorWrappedWhenLate);
+    WriteErrorWrappedWhenLate = "write-error-wrapped-when-late", interleaving, || Box::new(modes::WriteErrorWrapped::new(modes::WriteErrors::Late));
     /// The queue releases the next prompt before the finished one settles (a promise chain or an
     /// asyncio task that resolves the caller in a `finally` after starting the next run): the
     /// settlement is written after the next run's first model request.
-    SettledAfterNextRunStarts = "settled-after-next-run-starts", canonical, Build::Legacy(SeamBug::SettledAfterNextRunStarts);
+    SettledAfterNextRunStarts = "settled-after-next-run-starts", canonical, || Box::<window::SettledAfterNextRunStarts>::default();
     /// A steer during a later request of the run is dropped.
-    SteerLostOnLaterRequest = "steer-lost-on-later-request", interleaving, Build::Legacy(SeamBug::SteerLostOnLaterRequest);
+    SteerLostOnLaterRequest = "steer-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::LaterRequest));
     /// flush() resolves while an after hook runs.
-    FlushResolvesDuringAfterHook = "flush-resolves-during-after-hook", interleaving, Build::Legacy(SeamBug::FlushResolvesDuringAfterHook);
+    FlushResolvesDuringAfterHook = "flush-resolves-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::AfterHook));
     /// flush() resolves during a later request of the run (it watches the first stream only).
-    FlushResolvesOnLaterRequest = "flush-resolves-on-later-request", interleaving, Build::Legacy(SeamBug::FlushResolvesOnLaterRequest);
+    FlushResolvesOnLaterRequest = "flush-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::LaterRequest));
     /// dispose() resolves during a later request of the run (it watches the first stream only).
-    DisposeResolvesOnLaterRequest = "dispose-resolves-on-later-request", interleaving, Build::Legacy(SeamBug::DisposeResolvesOnLaterRequest);
+    DisposeResolvesOnLaterRequest = "dispose-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::LaterRequest));
 }
 
 impl Mutant {
@@ -260,10 +256,7 @@ impl Mutant {
 
     /// `inner` with this bug at its seam.
     pub fn wrap(self, inner: BoxedSubject) -> BoxedSubject {
-        match self.build() {
-            Build::Legacy(bug) => Box::new(SeamSubject::new(bug, inner)),
-            Build::Bug(bug) => Box::new(seam::Decorated::new(inner, bug())),
-        }
+        Box::new(seam::Decorated::new(inner, self.build()))
     }
 }
 

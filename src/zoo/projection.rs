@@ -1,4 +1,11 @@
 //! Projection bugs: what a model request carries, and under which signal.
+//!
+//! One verdict differs from the decorator struct two of these bugs were ported from (issue 22):
+//! [`TemporarySuffixDropped`] on a compacted path. The old decorator took as persisted the
+//! longest run of stored messages a request starts with, which a compaction's summary never
+//! is, so it sent no message at all; this one keeps the persisted projection, summary first,
+//! as the bug says. On the three compaction scenarios of `projection/` the first rule broken
+//! is now PROJECT-1 instead of CONTEXT-3; the zoo's table does not change.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +16,7 @@ use crate::runtime::{
 use super::seam::{Bug, Seam};
 
 /// The model request the subject issued, rewritten by `rewrite`; every other effect as it is.
-fn rewrite_request(effect: Effect, seam: &mut Seam, rewrite: impl FnOnce(&mut ModelRequest, &Seam)) {
+pub(super) fn rewrite_request(effect: Effect, seam: &mut Seam, rewrite: impl FnOnce(&mut ModelRequest, &Seam)) {
     match effect {
         Effect::ModelRequest {
             effect,
@@ -182,5 +189,40 @@ impl Bug for SignalPerRequest {
             }
             other => seam.emit(other),
         }
+    }
+}
+
+/// The projection sends only persisted messages: the run's temporary suffix (the prompt, the
+/// responses and tool results not yet stored) is missing from every request.
+#[derive(Default)]
+pub(crate) struct TemporarySuffixDropped;
+
+impl Bug for TemporarySuffixDropped {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        rewrite_request(effect, seam, |request, seam| {
+            let persisted = seam.watch().persisted_prefix(&request.messages);
+            request.messages.truncate(persisted);
+        });
+    }
+}
+
+/// The suffix is computed once per run, at its first request: later requests of the run lack
+/// the tool calls and results that came since.
+#[derive(Default)]
+pub(crate) struct SuffixFrozenAtUser {
+    /// The suffix's length at the run's first request.
+    frozen: usize,
+}
+
+impl Bug for SuffixFrozenAtUser {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        rewrite_request(effect, seam, |request, seam| {
+            let watch = seam.watch();
+            let persisted = watch.persisted_prefix(&request.messages);
+            if watch.run_requests == 0 {
+                self.frozen = request.messages.len() - persisted;
+            }
+            request.messages.truncate(persisted + self.frozen);
+        });
     }
 }

@@ -149,3 +149,52 @@ impl Bug for CountIncludesMetadata {
         });
     }
 }
+
+/// Every tree diagnostic (a missing parent, a duplicate id, a cycle, an unknown leaf) becomes
+/// one generic restore error: the caller cannot tell what is wrong with the file.
+#[derive(Default)]
+pub(crate) struct PathErrorsGeneric;
+
+impl Bug for PathErrorsGeneric {
+    fn restored(&mut self, started: Result<Restored, Cause>, _: &Facts) -> Result<Restored, Cause> {
+        started.map_err(|cause| {
+            if !cause.code.starts_with("path.") {
+                return cause;
+            }
+            Cause::new(
+                "restore.invalid_tree",
+                format!("the session tree is invalid ({})", cause.message),
+            )
+        })
+    }
+}
+
+/// An empty session ignores the given leaf and starts a new conversation (instead of refusing
+/// a leaf it does not hold).
+#[derive(Default)]
+pub(crate) struct EmptySessionIgnoresLeaf;
+
+impl Bug for EmptySessionIgnoresLeaf {
+    fn start(&mut self, given: &mut Scenario, _: &Facts) -> Result<(), Cause> {
+        if given.session.is_empty() {
+            given.config.active_leaf_id = None;
+        }
+        Ok(())
+    }
+}
+
+/// A null leaf is refused even on an empty session, where it means "a new conversation".
+#[derive(Default)]
+pub(crate) struct NullLeafAlwaysRejected;
+
+impl Bug for NullLeafAlwaysRejected {
+    fn start(&mut self, given: &mut Scenario, _: &Facts) -> Result<(), Cause> {
+        match given.config.active_leaf_id {
+            Some(_) => Ok(()),
+            None => Err(Cause::new(
+                "restore.leaf_required",
+                "activeLeafId is null: choose a branch explicitly",
+            )),
+        }
+    }
+}

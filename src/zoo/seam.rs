@@ -64,8 +64,6 @@ pub(crate) trait Bug: Send {
 }
 
 /// The scenario as the world gave it: what a buggy wiring knows of its configuration.
-// FIXME(issue 22): read by the seam decorators still in `legacy.rs` once they move here.
-#[allow(dead_code)]
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Facts {
     pub configured_prompt: Option<String>,
@@ -75,7 +73,6 @@ pub(crate) struct Facts {
     pub extensions: Vec<String>,
     pub tools: Vec<ToolSpec>,
     pub session: Vec<SessionEntry>,
-    pub leaf: Option<String>,
     pub ids: IdRule,
     pub clock: ClockRule,
     /// Chunks each scripted model response streams before its final message (0: none).
@@ -95,7 +92,6 @@ impl Facts {
             extensions: scenario.extensions.iter().map(|script| script.name.clone()).collect(),
             tools: scenario.tools.iter().map(|tool| tool.spec()).collect(),
             session: scenario.session.clone(),
-            leaf: scenario.config.active_leaf_id.clone(),
             ids: scenario.config.ids.clone(),
             clock: scenario.config.clock.clone(),
             chunks: scenario.model.iter().map(|step| step.chunks.unwrap_or(0)).collect(),
@@ -140,10 +136,11 @@ pub(crate) struct Watch {
     restored_messages: usize,
     /// A dispose was sent.
     pub disposed: bool,
+    /// Model responses between the last write shown and the world's answer to it, once it
+    /// answered (a sink error that comes back after the next run got a response is late).
+    pub responses_before_write_answer: Option<usize>,
 }
 
-// FIXME(issue 22): read by the seam decorators still in `legacy.rs` once they move here.
-#[allow(dead_code)]
 impl Watch {
     pub fn after_hook_running(&self) -> bool {
         self.hooks.values().any(|phase| *phase == HookPhase::After)
@@ -233,7 +230,7 @@ impl Watch {
                 }
                 Completion::Write(_) => {
                     self.writes.remove(effect);
-                    self.responses_since_write = None;
+                    self.responses_before_write_answer = self.responses_since_write.take();
                 }
                 Completion::Notify(_) => {
                     self.notifications.remove(effect);
@@ -351,6 +348,8 @@ impl Seam<'_> {
 /// A subject with one bug at its seam.
 pub struct Decorated {
     inner: Box<dyn Subject + Send>,
+    /// Builds the bug afresh for every run: its state is one run's.
+    build: fn() -> Box<dyn Bug>,
     bug: Box<dyn Bug>,
     facts: Facts,
     watch: Watch,
@@ -360,10 +359,11 @@ pub struct Decorated {
 }
 
 impl Decorated {
-    pub(crate) fn new(inner: Box<dyn Subject + Send>, bug: Box<dyn Bug>) -> Decorated {
+    pub(crate) fn new(inner: Box<dyn Subject + Send>, build: fn() -> Box<dyn Bug>) -> Decorated {
         Decorated {
             inner,
-            bug,
+            build,
+            bug: build(),
             facts: Facts::default(),
             watch: Watch::default(),
             to_subject: VecDeque::new(),
@@ -399,6 +399,7 @@ impl Decorated {
 
 impl Subject for Decorated {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
+        self.bug = (self.build)();
         self.facts = Facts::of(scenario);
         self.watch = Watch::default();
         self.to_subject.clear();

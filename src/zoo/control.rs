@@ -1,0 +1,80 @@
+//! Control bugs: `abort()`, `steer()` and `followUp()` wired to the wrong place or settled at
+//! the wrong time, and the step bound read wrong.
+
+use crate::runtime::{Cause, Effect, Input, OpValue, Settlement};
+use crate::scenario::Scenario;
+
+use super::seam::{Bug, Facts, Seam};
+
+/// `control.abort()` is accepted (and resolves) but never reaches the agent: the signal never
+/// fires.
+#[derive(Default)]
+pub(crate) struct AbortIgnored;
+
+impl Bug for AbortIgnored {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        match input {
+            Input::Abort { op } => seam.settle(op, Settlement::Resolved(OpValue::Unit)),
+            input => seam.deliver(input),
+        }
+    }
+}
+
+/// The two queues a control call puts a message on during a run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Queue {
+    /// Delivered at the next turn of the running agent.
+    Steer,
+    /// Delivered once the agent would otherwise stop.
+    FollowUp,
+}
+
+/// A call meant for one queue puts its message on the other: `steer()` waits like a follow-up,
+/// or `followUp()` lands mid-run like a steer.
+pub(crate) struct WrongQueue {
+    pub meant: Queue,
+}
+
+impl Bug for WrongQueue {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        seam.deliver(match (self.meant, input) {
+            (Queue::Steer, Input::Steer { op, text }) => Input::FollowUp { op, text },
+            (Queue::FollowUp, Input::FollowUp { op, text }) => Input::Steer { op, text },
+            (_, input) => input,
+        });
+    }
+}
+
+/// Control calls resolve only when the runtime next does something: their settlements wait
+/// for the world's next input and come before anything it produces.
+#[derive(Default)]
+pub(crate) struct ControlSettlesLate {
+    held: Vec<Effect>,
+}
+
+impl Bug for ControlSettlesLate {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        for settled in self.held.drain(..) {
+            seam.emit(settled);
+        }
+        seam.deliver(input);
+    }
+
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        match &effect {
+            Effect::Settled { op, .. } if seam.watch().controls.contains(op) => self.held.push(effect),
+            _ => seam.emit(effect),
+        }
+    }
+}
+
+/// The step bound is read off by one: the agent is built with maxSteps + 1.
+#[derive(Default)]
+pub(crate) struct MaxStepsOffByOne;
+
+impl Bug for MaxStepsOffByOne {
+    fn start(&mut self, given: &mut Scenario, _: &Facts) -> Result<(), Cause> {
+        given.config.max_steps += 1;
+        Ok(())
+    }
+}

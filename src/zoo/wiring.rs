@@ -1,0 +1,149 @@
+//! Wiring bugs: an extension host that drops hooks or their answers, and a request builder that
+//! sends the tools, the system prompt or the resources the wrong way.
+
+use std::sync::Arc;
+
+use crate::model::ToolSpec;
+use crate::runtime::{Completion, Effect, HookOutcome, HookPhase, Input};
+
+use super::projection::rewrite_request;
+use super::seam::{Bug, Seam};
+
+/// Which after hooks the host never runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum AfterHooks {
+    /// No extension's: the core result goes straight to the agent.
+    Every,
+    /// The last extension's: the host's loop stops one short.
+    Last,
+}
+
+/// The host answers the after hooks it skips itself, as if the extension only observed: the
+/// world never sees them.
+pub(crate) struct AfterHookSkipped(pub AfterHooks);
+
+impl Bug for AfterHookSkipped {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        if let Effect::Hook {
+            effect: id,
+            extension,
+            phase: HookPhase::After,
+            ..
+        } = &effect
+        {
+            let skipped = match self.0 {
+                AfterHooks::Every => true,
+                AfterHooks::Last => seam.facts.extensions.last() == Some(extension),
+            };
+            if skipped {
+                return seam.answer(*id, Completion::Hook(HookOutcome::Observe));
+            }
+        }
+        seam.emit(effect);
+    }
+}
+
+/// A hook's answer the host throws away.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum HookAnswer {
+    /// A before hook's deny: the call runs as if allowed.
+    Deny,
+    /// A before hook's rewritten arguments: the original ones go on.
+    RewriteArguments,
+    /// An after hook's rewritten result: the core result is recorded.
+    RewriteResult,
+}
+
+/// The host hears one kind of hook answer as its phase's default (`allow` before the core
+/// tool, `observe` after it).
+pub(crate) struct HookAnswerIgnored(pub HookAnswer);
+
+impl Bug for HookAnswerIgnored {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        let Input::Complete {
+            effect,
+            completion: Completion::Hook(answer),
+        } = &input
+        else {
+            return seam.deliver(input);
+        };
+        let default = match (self.0, answer) {
+            (HookAnswer::Deny, HookOutcome::Deny { .. })
+            | (HookAnswer::RewriteArguments, HookOutcome::RewriteArguments { .. }) => HookOutcome::Allow,
+            (HookAnswer::RewriteResult, HookOutcome::RewriteResult { .. }) => HookOutcome::Observe,
+            _ => return seam.deliver(input),
+        };
+        seam.deliver(Completion::Hook(default).into_input(*effect));
+    }
+}
+
+/// Tools are sent sorted by name (a map keyed by name), not in registration order.
+#[derive(Default)]
+pub(crate) struct ToolsSortedByName;
+
+impl Bug for ToolsSortedByName {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        rewrite_request(effect, seam, |request, _| {
+            let mut tools = request.tools.to_vec();
+            tools.sort_by(|a, b| a.name.cmp(&b.name));
+            request.tools = Arc::from(tools);
+        });
+    }
+}
+
+/// Tools are sent without descriptions and with an empty parameter schema.
+#[derive(Default)]
+pub(crate) struct ToolSchemaDropped;
+
+impl Bug for ToolSchemaDropped {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        rewrite_request(effect, seam, |request, _| {
+            let tools: Vec<ToolSpec> = request
+                .tools
+                .iter()
+                .map(|tool| ToolSpec {
+                    name: tool.name.clone(),
+                    description: String::new(),
+                    parameters: serde_json::json!({"type": "object"}),
+                })
+                .collect();
+            request.tools = Arc::from(tools);
+        });
+    }
+}
+
+/// The resource context comes before the configured system prompt (only when both are there).
+#[derive(Default)]
+pub(crate) struct ResourcesBeforeConfiguredPrompt;
+
+impl Bug for ResourcesBeforeConfiguredPrompt {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        rewrite_request(effect, seam, |request, seam| {
+            let (Some(configured), Some(merged)) = (&seam.facts.configured_prompt, &seam.facts.merged_prompt) else {
+                return;
+            };
+            if let Some(resources) = merged.strip_prefix(&format!("{configured}\n\n")) {
+                request.system_prompt = Some(format!("{resources}\n\n{configured}"));
+            }
+        });
+    }
+}
+
+/// The formatter runs on an empty catalog: a bare `# Pi resources` header closes the system
+/// prompt (or is all of it).
+#[derive(Default)]
+pub(crate) struct ResourceHeaderOnEmptyCatalog;
+
+impl Bug for ResourceHeaderOnEmptyCatalog {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        if !seam.facts.resources.is_empty() {
+            return seam.emit(effect);
+        }
+        rewrite_request(effect, seam, |request, _| {
+            request.system_prompt = Some(match request.system_prompt.take() {
+                Some(prompt) => format!("{prompt}\n\n# Pi resources"),
+                None => "# Pi resources".to_string(),
+            });
+        });
+    }
+}
