@@ -574,8 +574,14 @@ fn html_dashboard_puts_implementations_side_by_side_in_chromium() {
         );
     }
     assert_eq!(count(&dom, "class=\"implementation\""), 2, "two columns");
+    let must = agentsim::check::catalogue()
+        .iter()
+        .filter(|rule| rule.level == agentsim::check::Level::Must)
+        .count();
     assert!(
-        dom.contains("data-level=\"MUST\" data-held=\"58\" data-judged=\"58\""),
+        dom.contains(&format!(
+            "data-level=\"MUST\" data-held=\"{must}\" data-judged=\"{must}\""
+        )),
         "the reference holds every MUST rule"
     );
     // The mutant's POISON-2 cell fails and links to a failing case's page, which exists.
