@@ -98,7 +98,8 @@ pub struct ExploreSummary {
     /// unsupported, and the scenarios that were, with the reason.
     pub not_applicable: u64,
     pub not_applicable_scenarios: std::collections::BTreeMap<String, String>,
-    /// Traces that reached each situation of `check::situations()`, when counted.
+    /// Traces that reached each situation of `check::situations::situations()`, then each pair
+    /// of `check::pairs::pairs()`, when counted.
     pub coverage: Option<Vec<u64>>,
     /// The rules that judged (copied from the configuration for the summary).
     pub selection: check::Selection,
@@ -175,7 +176,7 @@ pub fn explore(
                 let index = next_scenario.fetch_add(1, Ordering::Relaxed) as usize;
                 let Some(loaded) = corpus.get(index) else { break };
                 let mut summary = ExploreSummary {
-                    coverage: config.coverage.then(|| vec![0; check::situations::situations().len()]),
+                    coverage: config.coverage.then(coverage_counts),
                     selection: config.selection.clone(),
                     failure_counter: Some(failures_seen.clone()),
                     ..ExploreSummary::default()
@@ -247,7 +248,7 @@ pub fn explore(
         stopped_by_time: out_of_time.load(Ordering::Relaxed),
         stopped_by_failures: out_of_failures.load(Ordering::Relaxed),
         selection: config.selection.clone(),
-        coverage: config.coverage.then(|| vec![0; check::situations::situations().len()]),
+        coverage: config.coverage.then(coverage_counts),
         ..ExploreSummary::default()
     };
     for (_, summary) in results {
@@ -343,13 +344,23 @@ fn nondeterministic(message: &str) -> Violation {
     }
 }
 
+/// Zeroed counts for every situation, then every interleaving pair.
+fn coverage_counts() -> Vec<u64> {
+    vec![0; check::situations::situations().len() + check::pairs::PAIRS]
+}
+
 impl ExploreSummary {
-    /// Counts the situations one trace reached, when coverage is counted.
+    /// Counts the situations and the interleaving pairs one trace reached, when coverage is
+    /// counted.
     fn count_situations(&mut self, loaded: &LoadedScenario, outcome: &RunOutcome) {
         let Some(counts) = self.coverage.as_mut() else { return };
         let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &outcome.store);
         for index in check::situations::reached(&timeline) {
             counts[index] += 1;
+        }
+        let pairs = &mut counts[check::situations::situations().len()..];
+        for index in check::pairs::reached(&timeline) {
+            pairs[index] += 1;
         }
     }
 

@@ -189,6 +189,22 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "source": source(PRINT, "run_print_mode", 337),
         "verdict": "choice",
     },
+    "print-write-synchronous": {
+        "reason": "aelix's print mode writes its result with _write_raw_stdout, a blocking "
+        "sys.stdout.write and flush called from the event loop without an await (the adapter "
+        "answers it as one write effect): nothing else in the loop runs until the write returns, "
+        "so a flush or a control call delivered while the mode's write is out settles only after it.",
+        "source": source(PRINT, "_write_raw_stdout", 72),
+        "verdict": "choice",
+    },
+    "abort-clears-queues": {
+        "reason": "AgentHarness.abort clears the steering and follow-up queues whether or not a "
+        "turn runs (Pi parity: the harness's abort reports clearedSteer/clearedFollowUp), so a "
+        "steer or followUp waiting for the next run is dropped by an abort on an idle harness; the "
+        "contract's abort acts on the active run only, and a steer given while idle joins the next run.",
+        "source": source(CORE, "AgentHarness.abort", 1513),
+        "verdict": "choice",
+    },
     "unknown-mode": {
         "reason": "aelix does not validate the mode: run_print_mode with another name than "
         "'text' or 'json' runs the prompt and writes nothing.",
@@ -244,7 +260,10 @@ RULE_CAUSES: Dict[str, List[str]] = {
     "POISON-3": ["no-queue"],
     "LIFE-4": ["no-closed-state"],
     "LIFE-5": ["mode-disposes-host"],
-    "LIFE-2": ["unknown-mode"],
+    "LIFE-2": ["unknown-mode", "print-write-synchronous"],
+    "AGENT-7": ["print-write-synchronous"],
+    "AGENT-2": ["abort-clears-queues"],
+    "AGENT-3": ["abort-clears-queues"],
     "PERSIST-1": ["unknown-mode"],
     "PROJECT-7": ["unknown-mode"],
     "PERSIST-2": ["null-leaf", "append-failure-swallowed"],
@@ -310,6 +329,8 @@ SYSTEM_PROMPT_SAID = ("system prompt was", "Review code carefully", "Cut a relea
 MESSAGE_HINTS: Dict[tuple, tuple] = {
     ("PERSIST-6", "abort-cancels"): ("when the store had accepted", "no entry of its run was appended"),
     ("PERSIST-6", "abort-drops"): ("do not end with",),
+    ("LIFE-2", "print-write-synchronous"): ("did not settle at once",),
+    ("AGENT-7", "print-write-synchronous"): ("did not settle at once",),
     ("SETTLE-1", "unknown-mode"): ("a mode name it does not know",),
     ("SETTLE-1", "hook-throws"): ("hook handler raised",),
     ("SETTLE-1", "append-failure-swallowed"): (
@@ -378,6 +399,10 @@ def features(scenario: Dict[str, Any], case: Dict[str, Any]) -> Set[str]:
         found.add("mode-disposes-host")
     if modes:
         found.add("sink-error")
+    if any(mode in ("print", "json") for mode in modes):
+        found.add("print-write-synchronous")
+    if "abort" in kinds and ("steer" in kinds or "followUp" in kinds):
+        found.add("abort-clears-queues")
     if config.get("maxSteps") is not None and "max steps" in json.dumps(scenario).lower() or "max_steps" in json.dumps(scenario.get("expect", {})):
         found.add("no-max-steps")
     context = config.get("context")

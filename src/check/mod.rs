@@ -13,6 +13,7 @@ pub mod expect;
 mod life;
 mod mode;
 mod observe;
+pub mod pairs;
 mod persist;
 mod poison;
 mod project;

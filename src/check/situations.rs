@@ -79,7 +79,7 @@ fn later_request_streaming(timeline: &Timeline<'_>, at: Line) -> bool {
 
 /// Prompt-like operations delivered before `at` that had not started (no request) and not
 /// settled at `at`, while another run was active.
-fn queued_at(timeline: &Timeline<'_>, at: Line) -> usize {
+pub(super) fn queued_at(timeline: &Timeline<'_>, at: Line) -> usize {
     let active = timeline.ops.iter().filter(|info| info.is_prompt_like()).any(|info| {
         info.delivered < at
             && info.run_finished.is_none_or(|finished| finished > at)

@@ -561,17 +561,85 @@ fn coverage_report(counts: &[u64], world: WorldKind) -> CoverageReport {
             "traces": count,
         }));
     }
+    let (situation_counts, pair_counts) = counts.split_at(situations().len());
     text.push_str(&format!(
         "coverage: {} situations, {} reached, {} unreached\n",
-        counts.len(),
-        counts.iter().filter(|count| **count > 0).count(),
+        situation_counts.len(),
+        situation_counts.iter().filter(|count| **count > 0).count(),
         unreached.len()
+    ));
+    let situations_unreached = unreached.len();
+    let pair_rows = pair_matrix(pair_counts, world == WorldKind::Sim, &mut text, &mut unreached);
+    text.push_str(&format!(
+        "coverage: {} interleaving pairs, {} reached, {} unreached\n",
+        pair_counts.len(),
+        pair_counts.iter().filter(|count| **count > 0).count(),
+        unreached.len() - situations_unreached
     ));
     CoverageReport {
         text,
-        json: serde_json::json!({"situations": rows, "unreached": unreached}),
+        json: serde_json::json!({"situations": rows, "pairs": pair_rows, "unreached": unreached}),
         unreached: unreached.len(),
     }
+}
+
+/// The interleaving matrix (`check::pairs`): per operation kind, the traces in which it arrived
+/// while each kind of effect was in flight; then the answer orders. Every pair is owed by an
+/// in-process exploration (`required`); a networked one follows the scenarios' order.
+fn pair_matrix(
+    counts: &[u64],
+    required: bool,
+    text: &mut String,
+    unreached: &mut Vec<String>,
+) -> Vec<serde_json::Value> {
+    use crate::check::pairs::{pairs, InFlight, Pair, OPERATIONS};
+    text.push_str("interleavings: traces in which each operation arrived while each effect was in flight\n");
+    text.push_str(&format!("  {:<9}", ""));
+    for state in InFlight::ALL {
+        text.push_str(&format!(" {:>13}", state.name()));
+    }
+    text.push('\n');
+    let mut rows = Vec::new();
+    let all = pairs();
+    for (pair, count) in all.iter().zip(counts) {
+        let owed = !matches!(pair, Pair::Answer(order) if order.excluded().is_some());
+        if *count == 0 && required && owed {
+            unreached.push(format!("interleaving: {pair}"));
+        }
+        match pair {
+            Pair::Delivery { operation, state } => {
+                if *state == InFlight::ALL[0] {
+                    text.push_str(&format!("  {operation:<9}"));
+                }
+                let cell = if *count == 0 && required {
+                    "UNREACHED".to_string()
+                } else {
+                    count.to_string()
+                };
+                text.push_str(&format!(" {cell:>13}"));
+                if *state == InFlight::ALL[InFlight::ALL.len() - 1] {
+                    text.push('\n');
+                }
+                rows.push(serde_json::json!({"operation": operation, "inFlight": state.name(), "traces": count}));
+            }
+            Pair::Answer(order) => {
+                let mark = match order.excluded() {
+                    Some(reason) => format!("  [excluded by the contract: {reason}]"),
+                    None if *count == 0 && required => "  [UNREACHED]".to_string(),
+                    None => String::new(),
+                };
+                text.push_str(&format!("  {count:>9}  {}{mark}\n", order.name()));
+                rows.push(
+                    serde_json::json!({"answerOrder": order.name(), "traces": count, "excluded": order.excluded()}),
+                );
+            }
+        }
+    }
+    debug_assert_eq!(
+        all.len(),
+        OPERATIONS.len() * InFlight::ALL.len() + crate::check::pairs::AnswerOrder::ALL.len()
+    );
+    rows
 }
 
 /// Failing schedules shrunk per run of `explore --shrink-to`.

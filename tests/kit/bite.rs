@@ -599,13 +599,17 @@ fn every_rule_names_a_situation() {
 /// Each situation is reached by the canonical run of at least one scenario, or is one only
 /// exploration reaches: either way its detector can fire (a detector that never fires would
 /// make the coverage check vacuous). Here: the canonical corpus, plus the windows only
-/// other schedules open, found by a few random and pct seeds of their scenarios.
+/// other schedules open, found by a few random and pct seeds of their scenarios. The same runs
+/// reach every interleaving pair (`check::pairs`) but the answer orders the contract rules
+/// out, which no trace of the reference may reach.
 #[test]
 fn every_situation_detector_fires_on_some_trace() {
+    use agentsim::check::pairs::{self, pairs, Pair};
     use agentsim::check::situations::{reached, situations};
     use agentsim::check::Timeline;
     let corpus = corpus();
     let mut seen = vec![false; situations().len()];
+    let mut pairs_seen = vec![false; pairs::PAIRS];
     for loaded in &corpus {
         for (strategy, seeds) in [
             (StrategyKind::Scripted, 1),
@@ -619,9 +623,34 @@ fn every_situation_detector_fires_on_some_trace() {
                 for index in reached(&timeline) {
                     seen[index] = true;
                 }
+                for index in pairs::reached(&timeline) {
+                    pairs_seen[index] = true;
+                }
             }
         }
     }
+    // The interleaving pairs likewise: every pair the contract allows is reached, and none it
+    // rules out.
+    let pairs_never: Vec<String> = pairs()
+        .iter()
+        .zip(&pairs_seen)
+        .filter(|(pair, seen)| !**seen && !matches!(pair, Pair::Answer(order) if order.excluded().is_some()))
+        .map(|(pair, _)| pair.to_string())
+        .collect();
+    assert!(
+        pairs_never.is_empty(),
+        "interleaving pairs no trace reached: {pairs_never:?}"
+    );
+    let excluded_reached: Vec<String> = pairs()
+        .iter()
+        .zip(&pairs_seen)
+        .filter(|(pair, seen)| **seen && matches!(pair, Pair::Answer(order) if order.excluded().is_some()))
+        .map(|(pair, _)| pair.to_string())
+        .collect();
+    assert!(
+        excluded_reached.is_empty(),
+        "the reference reached orders the contract rules out: {excluded_reached:?}"
+    );
     let never: Vec<String> = situations()
         .iter()
         .zip(&seen)
