@@ -11,7 +11,8 @@
 //! the hardening issue) and fuzzes scenario files, session files and protocol lines with a
 //! seeded mutator; `html` loads the HTML pages in headless Chromium; `ci_doc` checks the
 //! commands of docs/ci.md and the implementers' guide parse; `sdk` runs the JavaScript and
-//! Python adapter SDKs' own suites; `zoo` kills every mutant through `serve` as in process.
+//! Python adapter SDKs' own suites; `zoo` kills every mutant through `serve` as in process;
+//! `fields` shows every wire field judged by a rule or listed with the reason it is not.
 
 #[path = "kit/api.rs"]
 mod api;
@@ -29,6 +30,8 @@ mod check_session;
 mod ci_doc;
 #[path = "kit/fairness.rs"]
 mod fairness;
+#[path = "kit/fields.rs"]
+mod fields;
 #[path = "kit/generated.rs"]
 mod generated;
 #[path = "kit/hardening.rs"]

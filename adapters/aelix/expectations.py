@@ -205,6 +205,14 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "source": source(CORE, "AgentHarness.abort", 1513),
         "verdict": "choice",
     },
+    "turn-end-drops-tool-results": {
+        "reason": "aelix tells extensions of a turn's end without its tool results: _to_hook_event "
+        "maps the harness's TurnEndEvent(message, tool_results) to TurnEndHookEvent(message) only, so "
+        "an observer of turn_end never sees the results its turn stored (the adapter passes on what "
+        "the hook event holds: an empty list).",
+        "source": source(CORE, "_to_hook_event", 4702),
+        "verdict": "choice",
+    },
     "unknown-mode": {
         "reason": "aelix does not validate the mode: run_print_mode with another name than "
         "'text' or 'json' runs the prompt and writes nothing.",
@@ -245,7 +253,8 @@ RULE_CAUSES: Dict[str, List[str]] = {
     "RESTORE-4": ["compaction-summary"],
     "PATH-2": ["duplicate-ids"],
     "PERSIST-4": ["leaf-entry"],
-    "AGENT-1": ["no-max-steps"],
+    "AGENT-1": ["no-max-steps", "abort-drops", "dispose-aborts"],
+    "OBSERVE-2": ["turn-end-drops-tool-results"],
     "CONTEXT-1": ["no-budget"],
     "WIRE-7": ["coerce-arguments"],
     "PROJECT-6": ["hook-throws"],
@@ -330,6 +339,10 @@ MESSAGE_HINTS: Dict[tuple, tuple] = {
     ("PERSIST-6", "abort-cancels"): ("when the store had accepted", "no entry of its run was appended"),
     ("PERSIST-6", "abort-drops"): ("do not end with",),
     ("LIFE-2", "print-write-synchronous"): ("did not settle at once",),
+    ("AGENT-1", "no-max-steps"): ("maxSteps", "max_steps"),
+    ("AGENT-1", "abort-drops"): ("reported 0 steps",),
+    ("AGENT-1", "dispose-aborts"): ("reported 0 steps",),
+    ("OBSERVE-2", "turn-end-drops-tool-results"): ("with 0 tool results",),
     ("AGENT-7", "print-write-synchronous"): ("did not settle at once",),
     ("SETTLE-1", "unknown-mode"): ("a mode name it does not know",),
     ("SETTLE-1", "hook-throws"): ("hook handler raised",),
@@ -378,7 +391,7 @@ def features(scenario: Dict[str, Any], case: Dict[str, Any]) -> Set[str]:
     if "net" in scenario:
         found.add("append-failure-swallowed")
     if scenario.get("observers"):
-        found.add("observers-awaited")
+        found.update({"observers-awaited", "turn-end-drops-tool-results"})
     if "dispose" in kinds:
         found.update({"dispose-aborts", "no-closed-state"})
     if "abort" in kinds:

@@ -41,6 +41,23 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             ));
         }
+        // A prompt's result counts its requests (a mode's run ends at its write, where the
+        // timeline stops attributing; its result is judged by MODE-1).
+        let prompt = matches!(info.operation, Operation::Prompt { .. });
+        if let (true, Some((line, Settlement::Resolved(OpValue::Run(result))))) = (prompt, info.settled) {
+            if result.steps as usize != requests.len() {
+                violations.push(Violation::new(
+                    "AGENT-1",
+                    &[line],
+                    format!(
+                        "{} reported {}, but its run made {}",
+                        info.op,
+                        super::counted(result.steps as usize, "step", "steps"),
+                        super::counted(requests.len(), "model request", "model requests")
+                    ),
+                ));
+            }
+        }
         if run_reason(info) == Some(RunReason::MaxSteps) && requests.len() != steps_max {
             violations.push(Violation::new(
                 "AGENT-1",

@@ -145,7 +145,113 @@ pub fn every_run_end_told_once(timeline: &Timeline<'_>) -> Vec<Violation> {
             }
         }
     }
+    violations.extend(ends_carry_their_run(timeline));
     violations
+}
+
+/// The run `op` committed whole: it resolved with its run's result, so its appended messages
+/// are its messages (PERSIST-6).
+fn committed(timeline: &Timeline<'_>, op: crate::runtime::OpId) -> bool {
+    timeline.op(op).is_some_and(|info| {
+        matches!(
+            info.settled,
+            Some((_, Settlement::Resolved(OpValue::Run(_) | OpValue::Library { .. })))
+        )
+    })
+}
+
+/// OBSERVE-2, what the ends carry, for the runs that committed: an `agent_end` carries the
+/// run's messages (what its entries store); the k-th `turn_end` an observer hears of a run
+/// carries the run's k-th response and the results, as stored, of that response's tool calls.
+fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut turns: Vec<(&str, crate::runtime::OpId, usize)> = Vec::new();
+    for info in &timeline.notifications {
+        let Some(op) = info.op.filter(|op| committed(timeline, *op)) else {
+            continue;
+        };
+        let stored = timeline.appended_messages(op);
+        match info.event {
+            ObservedEvent::AgentEnd { messages } if *messages != stored => violations.push(Violation::new(
+                "OBSERVE-2",
+                &[info.line],
+                format!(
+                    "observer `{}` was told of {op}'s end with {}, but the run stored {}",
+                    info.observer,
+                    super::counted(messages.len(), "message", "messages"),
+                    describe_difference(messages, &stored, "message", "messages")
+                ),
+            )),
+            ObservedEvent::TurnEnd { message, tool_results } => {
+                let index = match turns
+                    .iter_mut()
+                    .find(|(observer, of, _)| *observer == info.observer && *of == op)
+                {
+                    Some((_, _, count)) => {
+                        *count += 1;
+                        *count - 1
+                    }
+                    None => {
+                        turns.push((info.observer, op, 1));
+                        0
+                    }
+                };
+                let response = timeline
+                    .requests_of(op)
+                    .get(index)
+                    .and_then(|request| request.response)
+                    .map(|(_, response)| Message::Assistant(response.clone()));
+                let calls: Vec<&str> = match message {
+                    Message::Assistant(assistant) => {
+                        assistant.tool_calls().iter().map(|call| call.id.as_str()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let results: Vec<Message> = stored
+                    .iter()
+                    .filter(|stored| matches!(stored, Message::ToolResult(result) if calls.contains(&result.tool_call_id.as_str())))
+                    .cloned()
+                    .collect();
+                if response.as_ref() != Some(message) {
+                    violations.push(Violation::new(
+                        "OBSERVE-2",
+                        &[info.line],
+                        format!(
+                            "observer `{}` was told of turn {} of {op} with a message that is not the run's response {}",
+                            info.observer,
+                            index + 1,
+                            index + 1
+                        ),
+                    ));
+                } else if *tool_results != results {
+                    violations.push(Violation::new(
+                        "OBSERVE-2",
+                        &[info.line],
+                        format!(
+                            "observer `{}` was told of turn {} of {op} with {}, but the run stored {} for its calls",
+                            info.observer,
+                            index + 1,
+                            super::counted(tool_results.len(), "tool result", "tool results"),
+                            describe_difference(tool_results, &results, "tool result", "tool results")
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+/// `N messages` when the counts differ, else where the first difference is.
+fn describe_difference(told: &[Message], stored: &[Message], singular: &str, plural: &str) -> String {
+    if told.len() != stored.len() {
+        return super::counted(stored.len(), singular, plural);
+    }
+    match told.iter().zip(stored).position(|(told, stored)| told != stored) {
+        Some(index) => format!("another message at position {}", index + 1),
+        None => "the same messages".to_string(),
+    }
 }
 
 /// OBSERVE-3: an observer's failure is contained: no operation is rejected with the error an

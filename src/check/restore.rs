@@ -47,6 +47,11 @@ pub fn empty_session_null_leaf_restores_empty(timeline: &Timeline<'_>) -> Vec<Vi
             &[*line],
             format!("an empty session restored {messages} messages"),
         )],
+        (None, Some((line, Some(reported), _))) => vec![Violation::new(
+            "RESTORE-1",
+            &[*line],
+            format!("an empty session restored with a null leaf reported leaf `{reported}`"),
+        )],
         _ => Vec::new(),
     }
 }
@@ -93,11 +98,25 @@ pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violatio
             ));
             return violations;
         }
-        (None, Some((line, _, messages))) if *messages != expected => violations.push(Violation::new(
-            "RESTORE-4",
-            &[*line],
-            format!("restored {messages} messages; the path to `{leaf}` holds {expected} message entries"),
-        )),
+        (None, Some((line, reported, messages))) => {
+            if *messages != expected {
+                violations.push(Violation::new(
+                    "RESTORE-4",
+                    &[*line],
+                    format!("restored {messages} messages; the path to `{leaf}` holds {expected} message entries"),
+                ));
+            }
+            if *reported != Some(leaf) {
+                violations.push(Violation::new(
+                    "RESTORE-4",
+                    &[*line],
+                    match reported {
+                        Some(reported) => format!("restored at leaf `{reported}`, but the chosen leaf is `{leaf}`"),
+                        None => format!("restored at no leaf, but the chosen leaf is `{leaf}`"),
+                    },
+                ));
+            }
+        }
         _ => {}
     }
     // No message that exists only off the chosen path may reach the model.

@@ -224,6 +224,41 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ));
             }
         }
+        // Every hook and the core tool see the call the model made: its id (the story's) and
+        // its name; an after hook sees the result of that call.
+        if let Some(name) = model_call_name(timeline, story.op, &story.call_id) {
+            let seen = story
+                .hooks
+                .iter()
+                .map(|hook| (hook.line, hook.call.name.as_str()))
+                .chain(story.core.iter().map(|core| (core.line, core.call.name.as_str())));
+            for (line, seen) in seen {
+                if seen != name {
+                    violations.push(Violation::new(
+                        "WIRE-4",
+                        &[line],
+                        format!(
+                            "call {}: called as `{seen}`, but the model called `{name}`",
+                            story.call_id
+                        ),
+                    ));
+                }
+            }
+            for hook in &afters {
+                if let Some(result) = hook.result {
+                    if result.tool_call_id != story.call_id || result.tool_name != name {
+                        violations.push(Violation::new(
+                            "WIRE-4",
+                            &[hook.line],
+                            format!(
+                                "call {}: the after hook of `{}` was shown the result of {} `{}`",
+                                story.call_id, hook.extension, result.tool_call_id, result.tool_name
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         for core in &story.core {
             let all_allowed = befores.len() == extensions.len()
                 && befores
@@ -252,6 +287,18 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// The name of the tool call `call_id` in a model response of `op`'s run.
+fn model_call_name<'t>(timeline: &'t Timeline<'_>, op: Option<OpId>, call_id: &str) -> Option<&'t str> {
+    timeline
+        .requests
+        .iter()
+        .filter(|request| request.op == op)
+        .filter_map(|request| request.response)
+        .flat_map(|(_, response)| response.tool_calls())
+        .find(|call| call.id == call_id)
+        .map(|call| call.name.as_str())
 }
 
 /// The tool result the operation recorded for a call: from its appended messages, else from

@@ -18,6 +18,7 @@
 pub mod convert;
 pub mod diff;
 pub mod external;
+pub mod fields;
 pub mod pool;
 pub mod process;
 pub mod serve;

@@ -91,7 +91,7 @@ const NAME_CHARS_MAX: usize = 40;
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Clone, Copy)]
-enum Shape {
+pub(super) enum Shape {
     Str,
     Bool,
     /// `u32`.
@@ -117,29 +117,29 @@ enum Shape {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Presence {
+pub(super) enum Presence {
     Required,
     /// May be absent (serde: `Option` or `#[serde(default)]`).
     Optional,
 }
 
 #[derive(Clone, Copy)]
-struct Field {
-    name: &'static str,
-    shape: Shape,
+pub(super) struct Field {
+    pub(super) name: &'static str,
+    pub(super) shape: Shape,
     presence: Presence,
 }
 
 /// An object with these fields. A closed one (serde's `deny_unknown_fields`) refuses others.
-struct Record {
-    fields: &'static [Field],
+pub(super) struct Record {
+    pub(super) fields: &'static [Field],
     closed: bool,
 }
 
 /// An object whose `tag` field names its variant.
-struct Tagged {
-    tag: &'static str,
-    variants: &'static [(&'static str, Record)],
+pub(super) struct Tagged {
+    pub(super) tag: &'static str,
+    pub(super) variants: &'static [(&'static str, Record)],
     /// The code when the tag is present but names no variant.
     unknown_code: &'static str,
     /// The code when the tag is missing.
@@ -198,7 +198,7 @@ static CONTENT_BLOCK: Tagged = tagged(
         ("image", open(&[req("data", Shape::Str), req("mimeType", Shape::Str)])),
     ],
 );
-static CONTENT_BLOCK_SHAPE: Shape = Shape::Tagged(&CONTENT_BLOCK);
+pub(super) static CONTENT_BLOCK_SHAPE: Shape = Shape::Tagged(&CONTENT_BLOCK);
 
 /// `model::ToolCall`.
 static TOOL_CALL: Record = open(&[
@@ -438,7 +438,7 @@ static SETTLEMENT: Tagged = tagged(
 );
 
 /// `wire::AdapterMessage`, tagged by `type`, in docs/protocol.md's order.
-static ADAPTER_MESSAGE: Tagged = Tagged {
+pub(super) static ADAPTER_MESSAGE: Tagged = Tagged {
     tag: "type",
     variants: &[
         (

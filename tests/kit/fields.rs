@@ -1,0 +1,144 @@
+//! Field coverage: every field of every line a run's adapter sends (effects, notifications,
+//! settlements, abort signals, the restore) is judged, or is listed in
+//! `protocol::fields::UNJUDGED` with the reason no rule reads it.
+//!
+//! "Judged" is shown, not claimed: the reference, wrapped so that one field of its lines is
+//! changed (`protocol::fields::Perturbed`), runs the corpus's canonical schedules until a
+//! catalogue rule fires or the run breaks. A listed field must stay unjudged: if a rule starts
+//! reading it, the list is wrong and the test says so.
+
+use std::path::Path;
+
+use agentsim::check::RULE_IDS;
+use agentsim::implementation::Implementation;
+use agentsim::protocol::fields::{field_paths, present, Perturbed, Recorded, NOT_SENT, UNJUDGED};
+use agentsim::scenario::LoadedScenario;
+use agentsim::sim::StrategyKind;
+use agentsim::suite::{load_corpus, run_case_on, Verdict};
+
+fn corpus() -> Vec<LoadedScenario> {
+    load_corpus(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")]).expect("the corpus loads")
+}
+
+/// Per field, the scenarios whose canonical run sends it.
+fn senders(corpus: &[LoadedScenario], paths: &[String]) -> Vec<Vec<usize>> {
+    let reference = Implementation::reference();
+    let mut senders = vec![Vec::new(); paths.len()];
+    for (index, loaded) in corpus.iter().enumerate() {
+        let mut subject = Recorded::new(reference.subject());
+        run_case_on(loaded, StrategyKind::Scripted, 0, &reference, &mut subject);
+        let mut sent = vec![false; paths.len()];
+        for line in &subject.lines {
+            for field in present(line, paths) {
+                sent[field] = true;
+            }
+        }
+        for (field, sent) in sent.iter().enumerate() {
+            if *sent {
+                senders[field].push(index);
+            }
+        }
+    }
+    senders
+}
+
+/// What changing `path` made the kit say, on the scenarios that send it: the first where a
+/// catalogue rule fired (with the rule) or the run broke.
+fn judged_by(corpus: &[LoadedScenario], senders: &[usize], path: &str) -> Option<(String, String)> {
+    let reference = Implementation::reference();
+    for &index in senders {
+        let loaded = &corpus[index];
+        let mut subject = Perturbed::new(reference.subject(), path);
+        let case = run_case_on(loaded, StrategyKind::Scripted, 0, &reference, &mut subject);
+        assert!(
+            subject.changed > 0,
+            "{path} is sent in {} but was not changed",
+            loaded.name
+        );
+        if let Verdict::Broken(failure) = &case.verdict {
+            return Some((loaded.name.clone(), format!("broken: {failure}")));
+        }
+        if let Some(violation) = case.violations.iter().find(|v| RULE_IDS.contains(&v.rule.as_str())) {
+            return Some((loaded.name.clone(), violation.rule.clone()));
+        }
+    }
+    None
+}
+
+#[test]
+fn every_wire_field_is_judged_or_listed_with_its_reason() {
+    let corpus = corpus();
+    let paths = field_paths();
+    let senders = senders(&corpus, &paths);
+    let listed = |path: &str| UNJUDGED.iter().any(|(listed, _)| *listed == path);
+    let not_sent = |path: &str| NOT_SENT.iter().any(|(part, _)| path.contains(part));
+    let stale: Vec<&str> = UNJUDGED
+        .iter()
+        .map(|(path, _)| *path)
+        .filter(|path| !paths.iter().any(|known| known == path))
+        .collect();
+    assert!(stale.is_empty(), "UNJUDGED lists fields no line has: {stale:?}");
+    let mut unjudged = Vec::new();
+    let mut wrongly_listed = Vec::new();
+    let mut hidden = Vec::new();
+    let mut unexplained = Vec::new();
+    let mut judged = 0;
+    for (path, senders) in paths.iter().zip(&senders) {
+        if senders.is_empty() {
+            if !not_sent(path) {
+                unexplained.push(path.clone());
+            }
+            continue;
+        }
+        if not_sent(path) {
+            hidden.push(path.clone());
+        }
+        let by = judged_by(&corpus, senders, path);
+        if std::env::var_os("AGENTSIM_FIELDS_VERBOSE").is_some() {
+            eprintln!("{path}: {by:?}");
+        }
+        match (by, listed(path)) {
+            (Some(by), true) => wrongly_listed.push(format!("{path} (judged by {} in {})", by.1, by.0)),
+            (Some(_), false) => judged += 1,
+            (None, false) => unjudged.push(path.clone()),
+            (None, true) => {}
+        }
+    }
+    assert!(
+        wrongly_listed.is_empty(),
+        "listed as unjudged but judged: {wrongly_listed:#?}"
+    );
+    assert!(
+        unjudged.is_empty(),
+        "fields no rule judges and UNJUDGED does not list: {unjudged:#?}"
+    );
+    assert!(
+        hidden.is_empty(),
+        "fields the reference sends behind a NOT_SENT pattern: {hidden:#?}"
+    );
+    assert!(
+        unexplained.is_empty(),
+        "fields never sent and not explained in NOT_SENT: {unexplained:#?}"
+    );
+    let unused: Vec<&str> = NOT_SENT
+        .iter()
+        .map(|(part, _)| *part)
+        .filter(|part| {
+            !paths
+                .iter()
+                .zip(&senders)
+                .any(|(path, senders)| senders.is_empty() && path.contains(part))
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "NOT_SENT patterns that name no unsent field: {unused:?}"
+    );
+    // The figures the closing note and the README quote.
+    eprintln!(
+        "fields: {} paths, {judged} judged by a rule, {} listed unjudged, {} never sent",
+        paths.len(),
+        UNJUDGED.len(),
+        senders.iter().filter(|senders| senders.is_empty()).count()
+    );
+}
