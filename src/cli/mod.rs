@@ -12,6 +12,7 @@ mod external;
 mod findings;
 mod matrix;
 mod report;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -274,6 +275,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // `serve` is an adapter: its kit ends it. Every other command stops its adapters first.
+    if !matches!(cli.command, Command::Serve { .. }) {
+        signals::install();
+    }
     let code = match cli.command {
         Command::Explore(args) => explore::run_explore(args),
         Command::Mutants(args) => explore::run_mutants(args),
@@ -513,7 +518,7 @@ fn dashboard(reports: &[String], html: Option<&std::path::Path>, markdown: Optio
         }
     }
     let write = |path: &std::path::Path, text: String| {
-        std::fs::write(path, text).map_err(|error| {
+        crate::whole_file::write(path, text).map_err(|error| {
             eprintln!("agentsim dashboard: {}: {error}", path.display());
             EXIT_BAD_INPUT
         })

@@ -516,10 +516,10 @@ pub fn reference_trace(loaded: &LoadedScenario, report: &CaseReport) -> Option<T
     case.outcome.map(|outcome| outcome.trace)
 }
 
-/// Writes one case's page to `path`.
+/// Writes one case's page to `path`, whole or not at all.
 pub fn write_page(path: &Path, loaded: &LoadedScenario, report: &CaseReport) -> io::Result<()> {
     let reference = reference_trace(loaded, report);
-    std::fs::write(path, render_page(&loaded.scenario, report, reference.as_ref()))
+    crate::whole_file::write(path, render_page(&loaded.scenario, report, reference.as_ref()))
 }
 
 fn is_failure(report: &CaseReport) -> bool {
@@ -542,7 +542,7 @@ pub fn write_run_pages(dir: &Path, corpus: &[LoadedScenario], reports: &[CaseRep
         index.push((name, report.name.clone(), report.status().to_string()));
         written.push(path);
     }
-    std::fs::write(dir.join("index.html"), index_page(&index))?;
+    crate::whole_file::write(&dir.join("index.html"), index_page(&index))?;
     Ok(written)
 }
 
@@ -591,7 +591,7 @@ pub fn write_explore_pages(
         index.push((name, failure.origin.clone(), report.status().to_string()));
         written.push(path);
     }
-    std::fs::write(dir.join("index.html"), index_page(&index))?;
+    crate::whole_file::write(&dir.join("index.html"), index_page(&index))?;
     Ok(written)
 }
 

@@ -1,5 +1,7 @@
 //! Hostile input, one test per finding of the hardening issue (each failed before its fix),
-//! and a bounded, seeded fuzz test over scenario files, session files and protocol lines.
+//! and a bounded, seeded fuzz test over scenario files, session files and protocol lines. Of the
+//! second round, the kit stopped by a signal is here; the page's data holding markup is in
+//! `html.rs`, a bad answer to `reset` in `protocol.rs`.
 //!
 //! The fuzz test runs `AGENTSIM_FUZZ_CASES` mutated inputs of each kind (200 by default; CI runs
 //! more from .ci/run). Every input must end as the library's equivalent of exit 0, 1 or 2: a
@@ -18,7 +20,7 @@ use agentsim::sim::StrategyKind;
 use agentsim::store::{check_session, parse_session, FindingCode, Limits};
 use agentsim::suite;
 
-use crate::binary::{root, Outcome};
+use crate::binary::{assert_all_gone, read_pids, root, Outcome};
 
 const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
 
@@ -446,6 +448,117 @@ fn a_lone_surrogate_escape_is_read_and_judged() {
         .expect("reads");
     assert_eq!(paired.records[0].value["data"], "\u{1f600} \u{fffd}");
     let _ = std::fs::remove_dir_all(folder);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Second round, 1. A kit stopped by a signal leaves no adapter behind
+// ---------------------------------------------------------------------------------------------
+
+/// Waits for `child` up to `limit`; kills it and fails past that.
+fn wait_with_limit(child: &mut std::process::Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait works") {
+            return status;
+        }
+        if Instant::now() >= until {
+            let _killed = child.kill();
+            let _reaped = child.wait();
+            panic!("{what}: did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The process group of `pid`, from `/proc`.
+fn process_group(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// SIGINT (Ctrl-C), SIGTERM or SIGHUP to `agentsim run --impl ... --jobs 2` while both adapters
+/// run: the kit exits with 128 + the signal's number, and no process of the run outlives it,
+/// though the adapter ignores those signals and the end of its stdin and has a child of its
+/// own (before, the kit died at once, and both adapters and their children ran on under pid 1).
+/// No page is left half-written in its `--html-dir` (here none was due yet: the folder holds
+/// whole pages or nothing, and no temporary file).
+#[test]
+fn a_signal_stops_the_kit_and_every_adapter_process_it_started() {
+    let signals = [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+    ];
+    for (signal, name) in signals {
+        let folder = scratch(&format!("signal-{name}"));
+        let pids = folder.join("pids");
+        let pages = folder.join("pages");
+        let output = |name: &str| std::fs::File::create(folder.join(name)).expect("an output file");
+        let mut kit = std::process::Command::new(crate::binary::BIN)
+            .args([
+                "run",
+                "--impl",
+                "tests/fixtures/adapters/deaf.sh",
+                "--jobs",
+                "2",
+                "--step-timeout-ms",
+                "60000",
+                "scenarios/wiring",
+                "--html-dir",
+            ])
+            .arg(&pages)
+            .env("AGENTSIM_FIXTURE_PIDS", &pids)
+            .current_dir(root())
+            .stdin(std::process::Stdio::null())
+            .stdout(output("stdout"))
+            .stderr(output("stderr"))
+            .spawn()
+            .expect("the kit starts");
+        // Both adapters said `hello` and started their child: two pids each.
+        let until = Instant::now() + Duration::from_secs(30);
+        while read_pids(&pids).len() < 4 {
+            if Instant::now() >= until {
+                let _killed = kit.kill();
+                panic!("{name}: the adapters did not start: {:?}", read_pids(&pids));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The adapters' pids, their children's, and their process groups' leaders (the `sh -c`).
+        let mut recorded = read_pids(&pids);
+        let leaders: Vec<u32> = recorded.iter().filter_map(|pid| process_group(*pid)).collect();
+        recorded.extend(leaders);
+        recorded.sort_unstable();
+        recorded.dedup();
+        // SAFETY: kill has no memory effects.
+        let sent = unsafe { libc::kill(kit.id() as i32, signal) };
+        assert_eq!(sent, 0, "{name}: the signal was sent");
+        let status = wait_with_limit(&mut kit, Duration::from_secs(10), name);
+        let stderr = std::fs::read_to_string(folder.join("stderr")).expect("stderr");
+        // Whatever else fails, nothing of the run is left to outlive the test.
+        let left = std::panic::catch_unwind(|| assert_all_gone(&recorded, name));
+        for pid in recorded.iter().filter(|pid| crate::binary::running(**pid)) {
+            // SAFETY: kill has no memory effects; these are this test's processes.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        assert_eq!(status.code(), Some(128 + signal), "{name}: {status}; stderr: {stderr}");
+        assert!(stderr.contains(&format!("stopped by {name}")), "{name}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        if let Err(left) = left {
+            std::panic::resume_unwind(left);
+        }
+        for entry in std::fs::read_dir(&pages).into_iter().flatten() {
+            let path = entry.expect("an entry").path();
+            let text = std::fs::read_to_string(&path).expect("readable");
+            assert!(
+                path.extension().is_some_and(|ext| ext == "html") && text.ends_with("</html>\n"),
+                "{name}: {} is not a whole page",
+                path.display()
+            );
+        }
+        let _ = std::fs::remove_dir_all(folder);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

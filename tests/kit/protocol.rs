@@ -12,7 +12,7 @@ use agentsim::protocol::{ExternalSubject, SharedExternal};
 use agentsim::sim::{BoxedSubject, StrategyKind, Subject, SubjectFailure};
 use agentsim::suite;
 
-use crate::binary::{agentsim, root, Outcome, BIN};
+use crate::binary::{agentsim, assert_all_gone, read_pids, root, Outcome, BIN};
 
 const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
 
@@ -22,40 +22,6 @@ fn serve_command() -> String {
 
 fn scratch(name: &str) -> PathBuf {
     crate::binary::scratch("protocol", name)
-}
-
-/// Whether a process is still running (a zombie waiting for its reaper does not count).
-fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next());
-            !matches!(state, Some('Z' | 'X'))
-        }
-    }
-}
-
-/// Asserts every pid stops running within two seconds (SIGKILL is asynchronous).
-fn assert_all_gone(pids: &[u32], what: &str) {
-    let until = Instant::now() + Duration::from_secs(2);
-    loop {
-        let alive: Vec<u32> = pids.iter().copied().filter(|pid| running(*pid)).collect();
-        if alive.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < until, "{what}: processes left behind: {alive:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn read_pids(file: &Path) -> Vec<u32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| line.trim().parse().ok())
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
