@@ -366,6 +366,19 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
+/// The cases of `run`'s human report and its closing counts (`run` prints what the corpus
+/// comes to between them), for tests that judge what reaches a terminal.
+pub fn human_report(reports: &[CaseReport]) -> String {
+    let mut text = report::human_cases(reports);
+    text.push_str(&report::summary(reports));
+    text
+}
+
+/// `reports` as `run --format junit` prints them.
+pub fn junit_report(reports: &[CaseReport]) -> String {
+    report::junit(reports)
+}
+
 /// The exit code for a set of cases: the worst verdict wins (3 over 2 over 1).
 pub fn exit_code(reports: &[CaseReport]) -> u8 {
     let mut code = EXIT_PASSED;
