@@ -35,6 +35,7 @@
 //! - [`deviations`]: an implementation's expected deviations (`--expect`).
 //! - [`html`]: one self-contained HTML page per case: swimlanes, the session tree, violations
 //!   with their rule's statement, and the divergence from the reference for `--impl` cases.
+//! - [`whole_file`]: the files the kit writes for its user, written whole or not at all.
 //! - [`suite`], [`explore`], [`bench`](mod@bench), [`cli`]: runners and the command line.
 //!
 //! # Architecture invariants
@@ -69,4 +70,5 @@ pub mod sim;
 pub mod store;
 pub mod suite;
 pub mod trace;
+pub mod whole_file;
 pub mod zoo;

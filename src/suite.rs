@@ -93,6 +93,16 @@ impl CaseReport {
         }
     }
 
+    /// The case broke after all, by a breach found once it had been judged (a bad answer to the
+    /// `reset` that ended its run, which shows only in the adapter's next line): its trace and
+    /// judgement go, as for a case that broke during its run.
+    pub fn break_with(&mut self, failure: SubjectFailure) {
+        self.verdict = Verdict::Broken(failure);
+        self.violations.clear();
+        self.outcome = None;
+        self.divergence = None;
+    }
+
     /// Names what the case ran on: the mutant and the adapter command its replay carries.
     fn label(&mut self, implementation: &Implementation) {
         self.mutant = implementation.mutant_name().map(str::to_string);

@@ -18,7 +18,7 @@ use crate::protocol::diff::{first_divergence, first_raw_divergence, first_run_di
 use crate::protocol::wire::Hello;
 use crate::protocol::{ExternalSubject, SharedExternal};
 use crate::scenario::LoadedScenario;
-use crate::sim::{BoxedSubject, StrategyKind};
+use crate::sim::{BoxedSubject, StrategyKind, SubjectFailure};
 use crate::suite::{self, CaseReport, Verdict};
 use crate::trace::Event;
 use crate::zoo::Mutant;
@@ -181,21 +181,26 @@ pub(super) fn run(args: RunArgs) -> u8 {
     }
 }
 
-/// `agentsim replay FILE --impl CMD`: one case on the implementation, with its divergence.
+/// `agentsim replay FILE --impl CMD`: one case on the implementation, with its divergence. A
+/// bad answer to the `reset` that ends the run is the case's verdict, as in `run`.
 pub(super) fn replay_case(
     loaded: &LoadedScenario,
     strategy: StrategyKind,
     seed: u64,
     implementation: &Implementation,
 ) -> CaseReport {
-    run_on(
-        loaded,
-        strategy,
-        seed,
-        implementation,
-        &mut implementation.subject(),
-        false,
-    )
+    let (command, step_timeout) = implementation
+        .adapter_command()
+        .expect("replay_case replays an adapter");
+    let subject = SharedExternal::new(ExternalSubject::new(command, Duration::from_millis(step_timeout)));
+    subject.lock().name_run(&loaded.name);
+    let mut boxed = implementation.wrap(Box::new(subject.clone()));
+    let mut case = run_on(loaded, strategy, seed, implementation, &mut boxed, false);
+    let shut_down = subject.lock().shut_down();
+    if let (Err(failure), false) = (shut_down, matches!(case.verdict, Verdict::Broken(_))) {
+        case.break_with(failure);
+    }
+    case
 }
 
 /// `agentsim serve`: the reference as an adapter on stdin/stdout, with a mutant of the zoo
@@ -216,7 +221,10 @@ pub(super) fn serve(mutant: Option<Mutant>, protocol: u32) -> u8 {
 /// scenarios when it speaks protocol 2), taking the corpus's scenarios in order from one shared
 /// counter. Reports are kept in corpus order, so the report does not depend on `jobs` or on
 /// which worker ran which scenario, as long as the adapter resets cleanly (which
-/// `--check-determinism` checks).
+/// `--check-determinism` checks). A reset that does not (a line after its `idle`) shows only in
+/// the adapter's next line: in the next case's start, or when the worker shuts the adapter down.
+/// Either way the verdict goes to the case whose run the reset ended, and a case whose start
+/// found it runs again on a fresh process, so that the report is the same whoever found it.
 struct Pool {
     implementation: Implementation,
     strategy: StrategyKind,
@@ -257,26 +265,40 @@ impl Pool {
         next: &std::sync::atomic::AtomicUsize,
     ) -> Vec<(usize, CaseReport, Option<Hello>)> {
         let subject = SharedExternal::new(self.adapter());
-        let mut done = Vec::new();
+        let mut done: Vec<(usize, CaseReport, Option<Hello>)> = Vec::new();
         loop {
             let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let Some(loaded) = corpus.get(index) else {
                 break;
             };
-            let report = if self.check_determinism {
-                self.run_twice(loaded, &subject)
-            } else {
-                self.run_one(loaded, &subject)
-            };
+            let mut report = self.run_case(loaded, &subject);
+            if let Some(failure) = breach_of_an_earlier_reset(&report) {
+                // The earlier case's verdict; this one runs again, on a fresh process.
+                blame_reset(&mut done, failure);
+                report = self.run_case(loaded, &subject);
+            }
             let hello = subject.lock().hello().cloned();
             done.push((index, report, hello));
         }
+        // The last case's reset is judged by what the adapter writes before it exits.
+        if let Err(failure) = subject.lock().shut_down() {
+            blame_reset(&mut done, failure);
+        }
         done
+    }
+
+    fn run_case(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
+        if self.check_determinism {
+            self.run_twice(loaded, subject)
+        } else {
+            self.run_one(loaded, subject)
+        }
     }
 
     /// One scenario on `subject` and on the in-process reference: the adapter's case, with
     /// its divergence from the reference.
     fn run_one(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
+        subject.lock().name_run(&loaded.name);
         let mut boxed = self.implementation.wrap(Box::new(subject.clone()));
         run_on(
             loaded,
@@ -301,12 +323,18 @@ impl Pool {
             subject.processes_spawned() == 0 || subject.pid().is_none()
         };
         if warm {
-            // Warm the reused process up on the same scenario; that run is not reported.
+            // Warm the reused process up on the same scenario; that run is not reported (a bad
+            // answer to its reset is: the run below finds it).
+            subject.lock().name_run(&loaded.name);
             let mut boxed = self.implementation.wrap(Box::new(subject.clone()));
             let _ = suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut boxed);
         }
         let reused_pid = subject.lock().pid();
         let mut case = self.run_one(loaded, subject);
+        if let Verdict::Broken(SubjectFailure::LineAfterReset { .. }) = case.verdict {
+            // A breach of a reset, not a difference between two runs.
+            return case;
+        }
         let reused = if reused_pid.is_some() && reused_pid == subject.lock().pid() {
             "reused process"
         } else {
@@ -321,7 +349,7 @@ impl Pool {
                     .filter(|field| field.path != "event")
                     .map(|field| format!("; field {}: {} / {}", field.path, field.reference, field.implementation))
                     .unwrap_or_default();
-                case.verdict = Verdict::Broken(crate::sim::SubjectFailure::Nondeterministic {
+                case.verdict = Verdict::Broken(SubjectFailure::Nondeterministic {
                     line: difference.line,
                     detail: format!(
                         "fresh process `{}` / {reused} `{}`{field}",
@@ -331,7 +359,7 @@ impl Pool {
                 });
             }
         } else if fresh.status() != case.status() {
-            case.verdict = Verdict::Broken(crate::sim::SubjectFailure::Nondeterministic {
+            case.verdict = Verdict::Broken(SubjectFailure::Nondeterministic {
                 line: 0,
                 detail: format!(
                     "the run in a fresh process was {}, the run in a {reused} {}",
@@ -341,6 +369,30 @@ impl Pool {
             });
         }
         case
+    }
+}
+
+/// The breach `report` found of a reset that ended another case's run (not its own: with
+/// `--check-determinism` a case's warm-up run is reset before its reported run starts).
+fn breach_of_an_earlier_reset(report: &CaseReport) -> Option<SubjectFailure> {
+    match &report.verdict {
+        Verdict::Broken(failure @ SubjectFailure::LineAfterReset { after: Some(after), .. })
+            if *after != report.name =>
+        {
+            Some(failure.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Gives the breach of a reset to the case whose run the reset ended: the latest of `done` of
+/// that name.
+fn blame_reset(done: &mut [(usize, CaseReport, Option<Hello>)], failure: SubjectFailure) {
+    let SubjectFailure::LineAfterReset { after: Some(after), .. } = &failure else {
+        return;
+    };
+    if let Some((_, report, _)) = done.iter_mut().rev().find(|(_, report, _)| report.name == *after) {
+        report.break_with(failure);
     }
 }
 

@@ -12,6 +12,7 @@ mod external;
 mod findings;
 mod matrix;
 mod report;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -274,6 +275,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // `serve` is an adapter: its kit ends it. Every other command stops its adapters first.
+    if !matches!(cli.command, Command::Serve { .. }) {
+        signals::install();
+    }
     let code = match cli.command {
         Command::Explore(args) => explore::run_explore(args),
         Command::Mutants(args) => explore::run_mutants(args),
@@ -359,6 +364,19 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     } else {
         paths
     }
+}
+
+/// The cases of `run`'s human report and its closing counts (`run` prints what the corpus
+/// comes to between them), for tests that judge what reaches a terminal.
+pub fn human_report(reports: &[CaseReport]) -> String {
+    let mut text = report::human_cases(reports);
+    text.push_str(&report::summary(reports));
+    text
+}
+
+/// `reports` as `run --format junit` prints them.
+pub fn junit_report(reports: &[CaseReport]) -> String {
+    report::junit(reports)
 }
 
 /// The exit code for a set of cases: the worst verdict wins (3 over 2 over 1).
@@ -513,7 +531,7 @@ fn dashboard(reports: &[String], html: Option<&std::path::Path>, markdown: Optio
         }
     }
     let write = |path: &std::path::Path, text: String| {
-        std::fs::write(path, text).map_err(|error| {
+        crate::whole_file::write(path, text).map_err(|error| {
             eprintln!("agentsim dashboard: {}: {error}", path.display());
             EXIT_BAD_INPUT
         })

@@ -1,6 +1,9 @@
 //! Output formats for a set of cases: human lines, a JSON report, JUnit XML (the markdown
 //! conformance matrix is `matrix`). None of them contains a time or an address, so two runs
-//! print the same bytes.
+//! print the same bytes. Text that comes from input (a violation's message quoting a scenario,
+//! a verdict quoting an adapter's line, its stderr) is printed with its control characters
+//! escaped ([`shown`]): on a terminal it stays on its line and repaints nothing, and JUnit's XML
+//! stays XML.
 
 use serde_json::json;
 
@@ -33,6 +36,11 @@ pub(crate) fn summary(reports: &[CaseReport]) -> String {
     text
 }
 
+/// `text` from input, as the human and JUnit reports print it: control characters escaped.
+fn shown(text: &str) -> String {
+    crate::scenario::printable(text)
+}
+
 /// How many stderr lines of a broken adapter the human report shows.
 const STDERR_LINES_SHOWN: usize = 10;
 
@@ -60,21 +68,28 @@ pub(crate) fn human_cases(reports: &[CaseReport]) -> String {
                 }
                 if let Some(divergence) = &report.divergence {
                     for line in divergence.describe() {
-                        text.push_str(&format!("       {line}\n"));
+                        text.push_str(&format!("       {}\n", shown(&line)));
                     }
                 }
                 text.push_str(&format!("       replay: {}\n", report.replay_command()));
             }
-            Verdict::BadScenario(error) => text.push_str(&format!("BAD    {}: {error}\n", report.name)),
+            Verdict::BadScenario(error) => {
+                text.push_str(&format!("BAD    {}: {}\n", report.name, shown(&error.to_string())))
+            }
             Verdict::Broken(failure) => {
-                text.push_str(&format!("BROKEN {}: {} ({})\n", report.name, failure, failure.code()));
+                text.push_str(&format!(
+                    "BROKEN {}: {} ({})\n",
+                    report.name,
+                    shown(&failure.to_string()),
+                    failure.code()
+                ));
                 let tail = failure.stderr_tail();
                 for line in &tail[tail.len().saturating_sub(STDERR_LINES_SHOWN)..] {
-                    text.push_str(&format!("       stderr: {line}\n"));
+                    text.push_str(&format!("       stderr: {}\n", shown(line)));
                 }
                 text.push_str(&format!("       replay: {}\n", report.replay_command()));
             }
-            Verdict::NotApplicable { reason } => text.push_str(&format!("n/a    {}: {reason}\n", report.name)),
+            Verdict::NotApplicable { reason } => text.push_str(&format!("n/a    {}: {}\n", report.name, shown(reason))),
         }
     }
     text
@@ -92,7 +107,7 @@ pub(crate) fn violation_line(violation: &crate::check::Violation) -> String {
         "{} [trace {}{evident}] {}",
         violation.rule,
         lines.join(","),
-        violation.message
+        shown(&violation.message)
     )
 }
 
@@ -289,7 +304,7 @@ pub fn junit(reports: &[CaseReport]) -> String {
         if let Verdict::NotApplicable { reason } = &report.verdict {
             text.push_str(&format!(
                 ">\n    <skipped message=\"{}\"/>\n  </testcase>\n",
-                xml_escape(reason)
+                xml_escape(&shown(reason))
             ));
             continue;
         }
@@ -298,22 +313,24 @@ pub fn junit(reports: &[CaseReport]) -> String {
         for violation in &report.violations {
             body.push_str(&format!(
                 "{} {:?} {}\n",
-                violation.rule, violation.lines, violation.message
+                violation.rule,
+                violation.lines,
+                shown(&violation.message)
             ));
         }
         match &report.verdict {
-            Verdict::BadScenario(error) => body.push_str(&format!("{error}\n")),
+            Verdict::BadScenario(error) => body.push_str(&format!("{}\n", shown(&error.to_string()))),
             Verdict::Broken(failure) => {
-                body.push_str(&format!("{failure} ({})\n", failure.code()));
+                body.push_str(&format!("{} ({})\n", shown(&failure.to_string()), failure.code()));
                 for line in failure.stderr_tail() {
-                    body.push_str(&format!("stderr: {line}\n"));
+                    body.push_str(&format!("stderr: {}\n", shown(line)));
                 }
             }
             _ => {}
         }
         if let Some(divergence) = &report.divergence {
             for line in divergence.describe() {
-                body.push_str(&format!("{line}\n"));
+                body.push_str(&format!("{}\n", shown(&line)));
             }
         }
         body.push_str(&format!("replay: {}\n", report.replay_command()));
@@ -341,7 +358,7 @@ pub fn annotated_trace(report: &CaseReport) -> String {
             let prefix = if marked.is_empty() { "  " } else { "!!" };
             text.push_str(&format!("{prefix} {}\n", render_line(number, event)));
             for violation in marked {
-                text.push_str(&format!("   ^^^^ {}: {}\n", violation.rule, violation.message));
+                text.push_str(&format!("   ^^^^ {}: {}\n", violation.rule, shown(&violation.message)));
             }
         }
     }
@@ -354,22 +371,29 @@ pub fn annotated_trace(report: &CaseReport) -> String {
                 .filter(|violation| violation.lines.is_empty())
                 .collect();
             for violation in unplaced {
-                text.push_str(&format!("{}: {}\n", violation.rule, violation.message));
+                text.push_str(&format!("{}: {}\n", violation.rule, shown(&violation.message)));
             }
             text.push_str(&format!("{}: {} violations\n", report.name, report.violations.len()));
         }
-        Verdict::BadScenario(error) => text.push_str(&format!("{error}\n")),
+        Verdict::BadScenario(error) => text.push_str(&format!("{}\n", shown(&error.to_string()))),
         Verdict::Broken(failure) => {
             for line in failure.stderr_tail() {
-                text.push_str(&format!("stderr: {line}\n"));
+                text.push_str(&format!("stderr: {}\n", shown(line)));
             }
-            text.push_str(&format!("{}: broken: {failure} ({})\n", report.name, failure.code()));
+            text.push_str(&format!(
+                "{}: broken: {} ({})\n",
+                report.name,
+                shown(&failure.to_string()),
+                failure.code()
+            ));
         }
-        Verdict::NotApplicable { reason } => text.push_str(&format!("{}: not applicable: {reason}\n", report.name)),
+        Verdict::NotApplicable { reason } => {
+            text.push_str(&format!("{}: not applicable: {}\n", report.name, shown(reason)))
+        }
     }
     if let Some(divergence) = &report.divergence {
         for line in divergence.describe() {
-            text.push_str(&format!("{line}\n"));
+            text.push_str(&format!("{}\n", shown(&line)));
         }
     }
     text

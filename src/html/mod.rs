@@ -64,12 +64,26 @@ pub fn escape(text: &str) -> String {
     escaped
 }
 
-/// JSON for a `<script type="application/json">` block: `</` cannot close the element.
+/// JSON for a `<script type="application/json">` block that is still JSON and that an HTML
+/// parser cannot read as markup: `<`, `>` and `&` (which serialized JSON holds only inside
+/// strings) are written as `\u003c`, `\u003e` and `\u0026`, so no `</script>` can close the
+/// element and no `<!--` can open a comment in it; U+2028 and U+2029 are escaped too, for a
+/// reader that takes the text as JavaScript. (`<\!--`, the escape this replaced, is not JSON:
+/// `JSON.parse` refused the whole block and the page's script stopped.)
 fn script_json(value: &serde_json::Value) -> String {
-    serde_json::to_string(value)
-        .expect("values serialize")
-        .replace("</", "<\\/")
-        .replace("<!--", "<\\!--")
+    let text = serde_json::to_string(value).expect("values serialize");
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '<' => escaped.push_str("\\u003c"),
+            '>' => escaped.push_str("\\u003e"),
+            '&' => escaped.push_str("\\u0026"),
+            '\u{2028}' => escaped.push_str("\\u2028"),
+            '\u{2029}' => escaped.push_str("\\u2029"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
 }
 
 /// The page of one case. `reference` is the reference's trace of the same scenario, strategy
@@ -502,10 +516,10 @@ pub fn reference_trace(loaded: &LoadedScenario, report: &CaseReport) -> Option<T
     case.outcome.map(|outcome| outcome.trace)
 }
 
-/// Writes one case's page to `path`.
+/// Writes one case's page to `path`, whole or not at all.
 pub fn write_page(path: &Path, loaded: &LoadedScenario, report: &CaseReport) -> io::Result<()> {
     let reference = reference_trace(loaded, report);
-    std::fs::write(path, render_page(&loaded.scenario, report, reference.as_ref()))
+    crate::whole_file::write(path, render_page(&loaded.scenario, report, reference.as_ref()))
 }
 
 fn is_failure(report: &CaseReport) -> bool {
@@ -528,7 +542,7 @@ pub fn write_run_pages(dir: &Path, corpus: &[LoadedScenario], reports: &[CaseRep
         index.push((name, report.name.clone(), report.status().to_string()));
         written.push(path);
     }
-    std::fs::write(dir.join("index.html"), index_page(&index))?;
+    crate::whole_file::write(&dir.join("index.html"), index_page(&index))?;
     Ok(written)
 }
 
@@ -577,7 +591,7 @@ pub fn write_explore_pages(
         index.push((name, failure.origin.clone(), report.status().to_string()));
         written.push(path);
     }
-    std::fs::write(dir.join("index.html"), index_page(&index))?;
+    crate::whole_file::write(&dir.join("index.html"), index_page(&index))?;
     Ok(written)
 }
 

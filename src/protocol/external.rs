@@ -8,6 +8,11 @@
 //! that nothing came after the last `idle`, then, for a protocol-2 adapter, writes `reset` and
 //! reads its `idle`, so the next `start` reuses the process; a protocol-1 adapter (or a subject
 //! made with [`ExternalSubject::fresh_each_run`]) is shut down instead, one process per run.
+//! Whether anything followed that `idle` shows only when the adapter next writes: in its answer
+//! to the next `start`, whose first line must be `started` or `restore_failed`, or before it
+//! exits on `shutdown` ([`ExternalSubject::shut_down`]). Either way the breach is the reset's,
+//! reported as [`SubjectFailure::LineAfterReset`] naming the run the reset ended
+//! ([`ExternalSubject::name_run`]), the same verdict whenever the kit happened to look.
 //! After a failure the process is killed and the next run spawns a new one. Every wait is
 //! bounded by the step timeout; whatever the adapter does wrong becomes a typed
 //! [`SubjectFailure`], never a panic or a hang. Dropping the subject asks the adapter to shut
@@ -61,6 +66,11 @@ pub struct ExternalSubject {
     fresh_each_run: bool,
     /// How many adapter processes this subject has spawned.
     spawned: usize,
+    /// The name of the current run, when the runner gave one ([`ExternalSubject::name_run`]).
+    run_name: Option<String>,
+    /// The `reset` whose `idle` the kit read last, until the adapter's next line shows nothing
+    /// followed that `idle`: the name of the run it ended, if it had one.
+    reset_pending: Option<Option<String>>,
 }
 
 impl ExternalSubject {
@@ -77,6 +87,8 @@ impl ExternalSubject {
             run_live: false,
             fresh_each_run: false,
             spawned: 0,
+            run_name: None,
+            reset_pending: None,
         }
     }
 
@@ -97,6 +109,12 @@ impl ExternalSubject {
             empty
         };
         std::mem::replace(self, empty)
+    }
+
+    /// Names the run about to start (its scenario, for a runner of a corpus): a breach of the
+    /// `reset` that ends it, found only when the adapter next writes, names it.
+    pub fn name_run(&mut self, name: &str) {
+        self.run_name = Some(name.to_string());
     }
 
     /// How many adapter processes this subject has started so far.
@@ -131,6 +149,7 @@ impl ExternalSubject {
     pub fn stop(&mut self) {
         self.hello = None;
         self.run_live = false;
+        self.reset_pending = None;
         if let Some(mut process) = self.process.take() {
             if !self.failed {
                 process.send(to_line(&KitMessage::Shutdown {}));
@@ -161,6 +180,22 @@ impl ExternalSubject {
         make(tail)
     }
 
+    /// Kills the adapter and builds the failure with its stderr tail as it was before the kill:
+    /// for a breach by an adapter that is running well, whose last words as it is killed (a
+    /// broken pipe, say) say nothing about the breach and would differ from run to run.
+    fn fail_running(&mut self, make: impl FnOnce(Vec<String>) -> SubjectFailure) -> SubjectFailure {
+        self.failed = true;
+        let tail = match &mut self.process {
+            Some(process) => {
+                let tail = process.stderr_tail(Duration::ZERO);
+                process.kill();
+                tail
+            }
+            None => Vec::new(),
+        };
+        make(tail)
+    }
+
     fn malformed(&mut self, message: String) -> SubjectFailure {
         self.fail(|stderr_tail| SubjectFailure::Malformed {
             message,
@@ -171,6 +206,13 @@ impl ExternalSubject {
 
     /// Reads and parses the next adapter line before `deadline`.
     fn read_message(&mut self, waiting_for: &str, deadline: Instant) -> Result<AdapterMessage, SubjectFailure> {
+        let line = self.read_line(waiting_for, deadline)?;
+        self.parse_line(line)
+    }
+
+    /// Reads the next adapter line before `deadline`: a crash, an exit, silence or an oversize
+    /// line is the failure.
+    fn read_line(&mut self, waiting_for: &str, deadline: Instant) -> Result<Vec<u8>, SubjectFailure> {
         let Some(process) = &mut self.process else {
             return Err(SubjectFailure::Protocol {
                 message: "no adapter process is running".into(),
@@ -178,46 +220,45 @@ impl ExternalSubject {
         };
         let waiting_for = waiting_for.to_string();
         let next = process.next_line(deadline);
-        let line = match next {
-            Next::Line(line) => line,
-            Next::Oversize => {
-                return Err(self.fail(|stderr_tail| SubjectFailure::Oversize {
-                    limit: LINE_BYTES_MAX,
-                    stderr_tail,
-                }))
-            }
+        let failure = match next {
+            Next::Line(line) => return Ok(line),
+            Next::Oversize => self.fail(|stderr_tail| SubjectFailure::Oversize {
+                limit: LINE_BYTES_MAX,
+                stderr_tail,
+            }),
             Next::TimedOut => {
                 let waited_ms = self.step_timeout.as_millis() as u64;
-                return Err(self.fail(|stderr_tail| SubjectFailure::Timeout {
+                self.fail(|stderr_tail| SubjectFailure::Timeout {
                     waited_ms,
                     waiting_for,
                     stderr_tail,
-                }));
+                })
             }
             Next::Closed(None) => {
                 let message = format!("it closed its stdout but did not exit, while the kit waited for {waiting_for}");
-                return Err(self.malformed(message));
+                self.malformed(message)
             }
-            Next::Closed(Some(ExitState::Code(0))) => {
-                return Err(self.fail(|stderr_tail| SubjectFailure::EarlyExit {
-                    waiting_for,
-                    stderr_tail,
-                }))
-            }
+            Next::Closed(Some(ExitState::Code(0))) => self.fail(|stderr_tail| SubjectFailure::EarlyExit {
+                waiting_for,
+                stderr_tail,
+            }),
             Next::Closed(Some(exit @ ExitState::Code(126 | 127))) if self.hello.is_none() => {
-                return Err(self.fail(|stderr_tail| SubjectFailure::BadCommand {
+                self.fail(|stderr_tail| SubjectFailure::BadCommand {
                     status: exit.to_string(),
                     stderr_tail,
-                }))
+                })
             }
-            Next::Closed(Some(exit)) => {
-                return Err(self.fail(|stderr_tail| SubjectFailure::Crashed {
-                    status: exit.to_string(),
-                    waiting_for,
-                    stderr_tail,
-                }))
-            }
+            Next::Closed(Some(exit)) => self.fail(|stderr_tail| SubjectFailure::Crashed {
+                status: exit.to_string(),
+                waiting_for,
+                stderr_tail,
+            }),
         };
+        Err(failure)
+    }
+
+    /// Parses one adapter line: a line that is not a message is the failure.
+    fn parse_line(&mut self, line: Vec<u8>) -> Result<AdapterMessage, SubjectFailure> {
         let text = match String::from_utf8(line) {
             Ok(text) => text,
             Err(error) => {
@@ -279,6 +320,73 @@ impl ExternalSubject {
 }
 
 impl ExternalSubject {
+    /// Reads the first line after `start` on a process that answered a `reset` (of the run named
+    /// `after`): anything but an answer to `start` followed the `idle` that answered the reset,
+    /// whether it was written before the kit wrote `start` or after.
+    fn read_first_after_reset(
+        &mut self,
+        after: Option<String>,
+        waiting_for: &str,
+        deadline: Instant,
+    ) -> Result<AdapterMessage, SubjectFailure> {
+        let line = self.read_line(waiting_for, deadline)?;
+        let quoted = quote_line(&String::from_utf8_lossy(&line));
+        match std::str::from_utf8(&line).ok().map(parse_adapter_line) {
+            Some(Ok(
+                message @ (AdapterMessage::Started { .. }
+                | AdapterMessage::RestoreFailed { .. }
+                | AdapterMessage::Error { .. }),
+            )) => {
+                // The reset left nothing behind: from here on a verdict shows this run's stderr.
+                if let Some(process) = &self.process {
+                    process.clear_stderr_tail();
+                }
+                Ok(message)
+            }
+            _ => Err(self.fail_running(|stderr_tail| SubjectFailure::LineAfterReset {
+                after,
+                line: quoted,
+                stderr_tail,
+            })),
+        }
+    }
+
+    /// Ends the adapter process as [`stop`](Self::stop) does, but first reads what the adapter
+    /// wrote after the `idle` that answered the last `reset`, up to its exit: a line there is a
+    /// breach of that reset ([`SubjectFailure::LineAfterReset`]). A runner calls it when it is
+    /// done with the subject, so that the last run's reset is judged like every other.
+    pub fn shut_down(&mut self) -> Result<(), SubjectFailure> {
+        let after = match self.reset_pending.take() {
+            Some(after) if !self.failed && !self.run_live => after,
+            _ => {
+                self.stop();
+                return Ok(());
+            }
+        };
+        let Some(process) = &mut self.process else {
+            return Ok(());
+        };
+        process.send(to_line(&KitMessage::Shutdown {}));
+        process.close_stdin();
+        let next = process.next_line(Instant::now() + SHUTDOWN_GRACE.min(self.step_timeout));
+        let result = match next {
+            Next::Line(line) => {
+                let line = quote_line(&String::from_utf8_lossy(&line));
+                Err(self.fail_running(|stderr_tail| SubjectFailure::LineAfterReset {
+                    after,
+                    line,
+                    stderr_tail,
+                }))
+            }
+            // It exited, or it is killed now: neither is a verdict, as for `stop`.
+            Next::Oversize | Next::Closed(_) | Next::TimedOut => Ok(()),
+        };
+        self.hello = None;
+        // Dropping kills the group (anything the adapter left running) and reaps the child.
+        self.process = None;
+        result
+    }
+
     /// Starts the adapter process and reads its `hello`.
     fn spawn(&mut self) -> Result<(), SubjectFailure> {
         let process = AdapterProcess::spawn(&self.command).map_err(|error| SubjectFailure::Spawn {
@@ -354,8 +462,9 @@ impl Subject for ExternalSubject {
         self.ops_delivered.clear();
         if self.process.is_none() {
             self.spawn()?;
-        } else {
-            // A reused adapter is silent after the `idle` that answered `reset`.
+        } else if self.reset_pending.is_none() {
+            // Reused with no run before (the scenarios before were not applicable): silent
+            // since `hello`.
             self.check_unsolicited()?;
             // A verdict shows this run's stderr only, whichever runs the process served before.
             if let Some(process) = &self.process {
@@ -368,9 +477,11 @@ impl Subject for ExternalSubject {
             });
         };
         if let Some((operation, reason)) = Self::unsupported_use(scenario, hello) {
-            // Nothing was sent for this scenario: a protocol-2 adapter goes on to the next.
+            // Nothing was sent for this scenario: a protocol-2 adapter goes on to the next (and
+            // the last reset is still to be judged by the next line the adapter writes).
             return Err(SubjectFailure::Unsupported { operation, reason });
         }
+        let mut after_reset = self.reset_pending.take();
         self.run_live = true;
         self.send(&KitMessage::Start {
             scenario: StartScenario::from_scenario(scenario),
@@ -379,7 +490,11 @@ impl Subject for ExternalSubject {
         let waiting_for = "`started` or `restore_failed`, then `idle`, after `start`";
         let mut restored: Option<Result<Restored, Cause>> = None;
         loop {
-            match self.read_message(waiting_for, deadline)? {
+            let message = match after_reset.take() {
+                Some(after) => self.read_first_after_reset(after, waiting_for, deadline)?,
+                None => self.read_message(waiting_for, deadline)?,
+            };
+            match message {
                 AdapterMessage::Started { leaf, messages } if restored.is_none() => {
                     restored = Some(Ok(Restored { leaf, messages }));
                 }
@@ -407,6 +522,7 @@ impl Subject for ExternalSubject {
     }
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
+        let run_name = self.run_name.take();
         if !self.run_live || self.failed || self.process.is_none() {
             return Ok(());
         }
@@ -419,7 +535,11 @@ impl Subject for ExternalSubject {
         self.send(&KitMessage::Reset {});
         let deadline = Instant::now() + self.step_timeout;
         match self.read_message("`idle` after `reset`", deadline)? {
-            AdapterMessage::Idle {} => Ok(()),
+            AdapterMessage::Idle {} => {
+                // Whether anything follows this `idle` shows in the adapter's next line.
+                self.reset_pending = Some(run_name);
+                Ok(())
+            }
             AdapterMessage::Error { code, message } => Err(self.malformed(format!(
                 "the adapter reported an error after `reset`: {code}: {message}"
             ))),

@@ -7,6 +7,10 @@
 //! kills the whole process group and reaps the child, so no adapter (nor anything it started in
 //! its group) outlives the run that spawned it.
 //!
+//! Every living adapter is also listed process-wide, so that a kit told to stop (a signal, see
+//! `cli::signals`) can kill them all from any thread with [`stop_every_adapter`], after which
+//! no adapter starts.
+//!
 //! This module knows pipes, processes and time; it knows nothing of the protocol's messages.
 
 use std::collections::VecDeque;
@@ -156,7 +160,8 @@ pub struct AdapterProcess {
 }
 
 impl AdapterProcess {
-    /// Starts `sh -c command` in a new process group with all three pipes.
+    /// Starts `sh -c command` in a new process group with all three pipes. Refused once
+    /// [`stop_every_adapter`] ran.
     pub fn spawn(command: &str) -> std::io::Result<AdapterProcess> {
         become_subreaper();
         let token = format!(
@@ -164,6 +169,11 @@ impl AdapterProcess {
             std::process::id(),
             RUNS_STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
+        // Started and listed under the lock: a stop in between would miss it.
+        let mut living = living_adapters();
+        if living.stopped {
+            return Err(std::io::Error::other("the kit is stopping: no adapter starts"));
+        }
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
@@ -174,6 +184,8 @@ impl AdapterProcess {
             .stderr(Stdio::piped())
             .spawn()?;
         let group = child.id() as i32;
+        living.groups.insert(group, token.clone());
+        drop(living);
         let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
             _ => {
@@ -365,9 +377,59 @@ impl Drop for AdapterProcess {
     fn drop(&mut self) {
         self.writer = None;
         self.kill();
+        // Off the list before it is reaped: once reaped, its pid (the group's id) may be reused.
+        living_adapters().groups.remove(&self.group);
         // SIGKILL cannot be ignored, so this returns promptly.
         let _ = self.child.wait();
     }
+}
+
+/// The adapters alive in this process: each process group with its run token.
+struct LivingAdapters {
+    groups: std::collections::BTreeMap<i32, String>,
+    /// [`stop_every_adapter`] ran: no adapter starts any more.
+    stopped: bool,
+}
+
+static LIVING_ADAPTERS: Mutex<LivingAdapters> = Mutex::new(LivingAdapters {
+    groups: std::collections::BTreeMap::new(),
+    stopped: false,
+});
+
+fn living_adapters() -> std::sync::MutexGuard<'static, LivingAdapters> {
+    // The list stays valid whatever a panicking holder was doing: each change is one call.
+    LIVING_ADAPTERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How long [`stop_every_adapter`] waits for the killed adapters to be reapable.
+const STOP_REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// Kills every adapter this process started and everything each started (its process group,
+/// its descendants, its orphans), reaps them, and refuses every later [`AdapterProcess::spawn`]:
+/// for a kit that is about to exit (told to stop by a signal), from any thread. The
+/// [`AdapterProcess`]es themselves are left to their owners, who must not use them any more.
+pub fn stop_every_adapter() {
+    let mut living = living_adapters();
+    living.stopped = true;
+    for (group, token) in &living.groups {
+        kill_descendants(*group, token);
+        kill_group(*group);
+    }
+    let until = Instant::now() + STOP_REAP_WAIT;
+    for group in living.groups.keys() {
+        loop {
+            // SAFETY: waitpid on a child of ours (its owner waits on it only after taking it
+            // off the list, which this lock prevents); a null status pointer is allowed.
+            let reaped = unsafe { libc::waitpid(*group, std::ptr::null_mut(), libc::WNOHANG) };
+            if reaped != 0 || Instant::now() >= until {
+                break;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+    living.groups.clear();
 }
 
 /// The environment variable that marks every process of one adapter run (`PID-N`, the kit's

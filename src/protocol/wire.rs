@@ -465,7 +465,9 @@ pub fn to_line<T: Serialize>(message: &T) -> String {
     serde_json::to_string(message).expect("wire messages always serialize")
 }
 
-/// Why an adapter's line could not be read as an [`AdapterMessage`].
+/// Why an adapter's line could not be read as an [`AdapterMessage`]. What an error quotes of
+/// the line is printable ([`shown`]): control characters escaped, names cut short, so that a
+/// verdict printed on a terminal stays on its line and cannot repaint it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LineError {
@@ -506,7 +508,7 @@ impl LineError {
 /// then the fields of a known message.
 pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
     let value: Value = serde_json::from_str(line).map_err(|error| LineError::Garbage {
-        problem: error.to_string(),
+        problem: shown(&error.to_string()),
     })?;
     let Some(object) = value.as_object() else {
         return Err(LineError::Garbage {
@@ -517,7 +519,7 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
         Some(Value::String(name)) => name.clone(),
         Some(other) => {
             return Err(LineError::UnknownType {
-                type_name: other.to_string(),
+                type_name: shown(&other.to_string()),
             })
         }
         None => {
@@ -527,7 +529,9 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
         }
     };
     if !ADAPTER_MESSAGE_TYPES.contains(&type_name.as_str()) {
-        return Err(LineError::UnknownType { type_name });
+        return Err(LineError::UnknownType {
+            type_name: shown(&type_name),
+        });
     }
     if type_name == "hello" {
         let got = object.get("protocol").cloned().unwrap_or(Value::Null);
@@ -535,7 +539,9 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
             .as_u64()
             .is_some_and(|version| PROTOCOL_VERSIONS.iter().any(|known| u64::from(*known) == version))
         {
-            return Err(LineError::Version { got: got.to_string() });
+            return Err(LineError::Version {
+                got: shown(&got.to_string()),
+            });
         }
     }
     if type_name == "effect" {
@@ -544,7 +550,7 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
             Some(Value::String(kind)) if EFFECT_KINDS.contains(&kind.as_str()) => {}
             Some(other) => {
                 let kind = other.as_str().map(str::to_string).unwrap_or_else(|| other.to_string());
-                return Err(LineError::UnknownEffectKind { kind });
+                return Err(LineError::UnknownEffectKind { kind: shown(&kind) });
             }
             None => {}
         }
@@ -558,13 +564,29 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
         let location = check_adapter_message(&value);
         LineError::Malformed {
             type_name,
-            subject: describe_subject(&value),
-            problem: location
-                .as_ref()
-                .map_or_else(|| error.to_string(), ShapeError::to_string),
+            subject: shown(&describe_subject(&value)),
+            problem: shown(
+                &location
+                    .as_ref()
+                    .map_or_else(|| error.to_string(), ShapeError::to_string),
+            ),
             location: location.map(Box::new),
         }
     })
+}
+
+/// How many characters of one piece of an adapter's line an error quotes.
+const SHOWN_CHARS_MAX: usize = 200;
+
+/// `text` as an error may print it: control characters escaped (`\u{1b}`), cut to
+/// [`SHOWN_CHARS_MAX`] characters.
+fn shown(text: &str) -> String {
+    let cut: String = text.chars().take(SHOWN_CHARS_MAX).collect();
+    let mut shown = crate::scenario::printable(&cut);
+    if cut.len() < text.len() {
+        shown.push('…');
+    }
+    shown
 }
 
 /// Reads one kit line (the adapter's side, used by `agentsim serve`).

@@ -60,6 +60,18 @@ pub enum SubjectFailure {
         trace_line: Option<usize>,
         stderr_tail: Vec<String>,
     },
+    /// Protocol 2: a line after the `idle` that answered a `reset`, found when the kit read the
+    /// answer to the next `start` or ended the process. It is the breach of that `reset`, so of
+    /// the run the reset ended: `after` names its scenario when the runner named the run.
+    #[error(
+        "the adapter broke the protocol: after the `idle` that answered the `reset` sent after {}, it wrote {line}; `reset` is answered by exactly one `idle`, and the next line must answer the next `start`",
+        reset_text(.after)
+    )]
+    LineAfterReset {
+        after: Option<String>,
+        line: String,
+        stderr_tail: Vec<String>,
+    },
     #[error("the implementation is not deterministic: two runs of the same scenario, schedule and seed differ at trace line {line:04}: {detail}")]
     Nondeterministic {
         line: usize,
@@ -73,6 +85,13 @@ pub enum SubjectFailure {
         "{op} was settled a second time at trace line {line:04} (first at line {first:04}): an operation settles once"
     )]
     SettledTwice { op: OpId, line: usize, first: usize },
+}
+
+fn reset_text(after: &Option<String>) -> String {
+    match after {
+        Some(name) => format!("scenario `{name}`"),
+        None => "the previous run".to_string(),
+    }
 }
 
 fn trace_line_text(line: &Option<usize>) -> String {
@@ -107,7 +126,7 @@ impl SubjectFailure {
             SubjectFailure::UnknownEffect { .. } => "subject.unknown_effect",
             SubjectFailure::Oversize { .. } => "subject.oversize",
             SubjectFailure::Version { .. } => "subject.version",
-            SubjectFailure::Malformed { .. } => "subject.malformed",
+            SubjectFailure::Malformed { .. } | SubjectFailure::LineAfterReset { .. } => "subject.malformed",
             SubjectFailure::Nondeterministic { .. } => "subject.nondeterministic",
             SubjectFailure::Unsupported { .. } => "subject.unsupported",
             SubjectFailure::SettledTwice { .. } => "subject.settled_twice",
@@ -126,7 +145,8 @@ impl SubjectFailure {
             | SubjectFailure::UnknownEffect { stderr_tail, .. }
             | SubjectFailure::Oversize { stderr_tail, .. }
             | SubjectFailure::Version { stderr_tail, .. }
-            | SubjectFailure::Malformed { stderr_tail, .. } => stderr_tail,
+            | SubjectFailure::Malformed { stderr_tail, .. }
+            | SubjectFailure::LineAfterReset { stderr_tail, .. } => stderr_tail,
             SubjectFailure::Protocol { .. }
             | SubjectFailure::Spawn { .. }
             | SubjectFailure::Nondeterministic { .. }

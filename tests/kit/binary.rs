@@ -43,3 +43,37 @@ pub fn scratch(suite: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&folder).expect("a scratch folder");
     folder
 }
+
+/// Whether a process is still running (a zombie waiting for its reaper does not count).
+pub fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'X'))
+        }
+    }
+}
+
+/// Asserts every pid stops running within two seconds (SIGKILL is asynchronous).
+pub fn assert_all_gone(pids: &[u32], what: &str) {
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let alive: Vec<u32> = pids.iter().copied().filter(|pid| running(*pid)).collect();
+        if alive.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < until, "{what}: processes left behind: {alive:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn read_pids(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}

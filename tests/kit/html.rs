@@ -606,3 +606,66 @@ fn html_dashboard_puts_implementations_side_by_side_in_chromium() {
     assert!(table.contains("| POISON-2 | MUST | "), "{table}");
     screenshot(&page, &dir.join("dashboard.png"));
 }
+
+/// The JSON blocks of a page (`<script type="application/json" id="events-SIDE">`), by side.
+fn json_blocks(html: &str) -> Vec<(String, String)> {
+    let opening = "<script type=\"application/json\" id=\"events-";
+    html.match_indices(opening)
+        .map(|(index, _)| {
+            let rest = &html[index + opening.len()..];
+            let side = &rest[..rest.find('"').expect("the id ends")];
+            let body = &rest[rest.find('>').expect("the tag ends") + 1..];
+            let body = &body[..body.find("</script>").expect("the block ends")];
+            (side.to_string(), body.to_string())
+        })
+        .collect()
+}
+
+/// Markup in a scenario's text (`<!--`, `</script>`, `&`, U+2028, here in the prompt and the
+/// model's reply) reaches the page's JSON data as escapes that are JSON still: the blocks parse
+/// to the trace's events, nothing in them ends the element, and in Chromium the page's script
+/// parses them and runs (before, `<!--` was written as `<\!--`, which `JSON.parse` refuses: the
+/// script stopped and the page stayed `data-js="off"`).
+#[test]
+fn html_page_data_holding_markup_is_json_and_the_script_runs_in_chromium() {
+    let dir = scratch("markup-in-data");
+    let markup = "<!-- </script><script>document.body.setAttribute('data-injected', 'yes')</script> & \u{2028} -->";
+    let text = std::fs::read_to_string(root().join(WALKTHROUGH)).expect("the walk-through reads");
+    let mut scenario: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    scenario["operations"][0]["text"] = serde_json::json!(format!("check the parser {markup}"));
+    scenario["model"][1]["text"] = serde_json::json!(format!("done {markup}"));
+    let file = dir.join("markup.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&scenario).expect("serializes")).expect("written");
+    let loaded = suite::load_corpus(&[file]).expect("the scenario loads").remove(0);
+    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
+    assert_eq!(report.verdict, Verdict::Passed, "{:?}", report.violations);
+    let trace = &report.outcome.as_ref().expect("a trace").trace;
+    let page = dir.join("markup.html");
+    let html = render_page(&loaded.scenario, &report, None);
+    std::fs::write(&page, &html).expect("written");
+
+    let blocks = json_blocks(&html);
+    assert_eq!(blocks.len(), 1, "one block of events");
+    let (side, body) = &blocks[0];
+    assert_eq!(side, "run");
+    assert!(
+        !body.contains('<') && !body.contains('>') && !body.contains('&'),
+        "markup characters in the data block"
+    );
+    let parsed: serde_json::Value = serde_json::from_str(body).expect("the data block is JSON");
+    assert_eq!(
+        parsed,
+        trace.to_json()["events"],
+        "the data block holds the trace's events"
+    );
+    assert!(
+        serde_json::to_string(&parsed).expect("serializes").contains(markup),
+        "the markup is in the data, as text"
+    );
+
+    let dom = dump_dom(&page);
+    assert_script_ran(&dom);
+    // The markup is shown as text (the trace rows, the detail panel), never run.
+    assert!(dom.contains("data-injected"), "the text is on the page");
+    assert!(!dom.contains("data-injected=\"yes\""), "the data ran as a script");
+}

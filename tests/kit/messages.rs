@@ -140,27 +140,60 @@ fn the_checks_catch_what_they_claim_to() {
     );
 }
 
-/// A mode rejected because the runtime was poisoned or disposed is never blamed by MODE-2:
-/// that rejection is the POISON and LIFE rules' to judge.
+/// A mode rejected because the runtime was poisoned (an append failed before the rejection) or
+/// disposed (a dispose delivered before the mode) is never blamed by MODE-2 as rejected "on a
+/// healthy runtime": that rejection is the POISON and LIFE rules' to judge. The failing cases
+/// of the corpus under the zoo hold such rejections of both kinds; the test counts them, so it
+/// cannot pass by meeting none.
 #[test]
 fn no_mode_is_blamed_for_a_rejection_the_state_explains() {
+    use agentsim::runtime::Settlement;
+    use agentsim::trace::{Event, Operation};
+    let (mut after_poison, mut after_dispose) = (0, 0);
     for case in cases() {
         let Some(outcome) = &case.outcome else { continue };
-        let failed_append = outcome.trace.events.iter().position(
-            |event| matches!(event, agentsim::trace::Event::AppendAnswer { answer, .. } if answer.cause().is_some()),
+        let events = &outcome.trace.events;
+        let failed_append = events
+            .iter()
+            .position(|event| matches!(event, Event::AppendAnswer { answer, .. } if answer.cause().is_some()));
+        let dispose = events.iter().position(
+            |event| matches!(event, Event::Deliver { operation, .. } if matches!(operation, Operation::Dispose)),
         );
-        for violation in case.violations.iter().filter(|violation| violation.rule == "MODE-2") {
-            // The rejection came after the failure: the runtime was poisoned by then.
-            let rejected_at = violation.lines.iter().copied().max().unwrap_or(0);
-            let poisoned_by_then = failed_append.is_some_and(|index| index + 1 < rejected_at);
-            assert!(
-                !(violation.message.contains("was rejected")
-                    && poisoned_by_then
-                    && violation.message.contains("on a healthy runtime")),
-                "{}: MODE-2 calls a poisoned runtime healthy: {}",
-                case.name,
-                violation.message
-            );
+        for (index, event) in events.iter().enumerate() {
+            let Event::Deliver {
+                op,
+                operation: Operation::Mode { .. },
+            } = event
+            else {
+                continue;
+            };
+            let rejected_at = events.iter().position(|event| {
+                matches!(event, Event::Settled { op: settled, settlement: Settlement::Rejected(_) } if settled == op)
+            });
+            let Some(rejected_at) = rejected_at else { continue };
+            let poisoned = failed_append.is_some_and(|failed| failed < rejected_at);
+            let disposed = dispose.is_some_and(|dispose| dispose < index);
+            if !(poisoned || disposed) {
+                continue;
+            }
+            after_poison += usize::from(poisoned);
+            after_dispose += usize::from(disposed);
+            let called_healthy = format!("mode {op} was rejected");
+            for violation in case.violations.iter().filter(|violation| violation.rule == "MODE-2") {
+                assert!(
+                    !(violation.message.contains(&called_healthy)
+                        && violation.message.contains("on a healthy runtime")),
+                    "{} ({}): MODE-2 calls a {} runtime healthy: {}",
+                    case.name,
+                    case.replay_command(),
+                    if poisoned { "poisoned" } else { "disposed" },
+                    violation.message
+                );
+            }
         }
     }
+    assert!(
+        after_poison > 0 && after_dispose > 0,
+        "modes rejected after a failed append: {after_poison}, after a dispose: {after_dispose}"
+    );
 }

@@ -96,27 +96,60 @@ impl ModelService for EchoModel {
     }
 }
 
-/// Stores entries in memory; fails the append numbered `fail_at` (1-based).
+/// What happened, in order, as the store, the shell's observer and the caller saw it.
+type Log = Rc<RefCell<Vec<String>>>;
+
+/// Stores entries in memory, each a moment after it is asked to (the write takes a turn of the
+/// executor, as a real one takes time); fails the append numbered `fail_at` (1-based). Logs
+/// `stored ROLE` when an entry is stored.
 struct MemoryStore {
-    entries: RefCell<Vec<SessionEntry>>,
+    entries: Rc<RefCell<Vec<SessionEntry>>>,
     fail_at: usize,
     seen: RefCell<usize>,
+    log: Log,
 }
 
 impl StoreService for MemoryStore {
     fn append(&self, entry: SessionEntry) -> LocalFuture<Result<(), AppendFailure>> {
         *self.seen.borrow_mut() += 1;
-        let result = if *self.seen.borrow() == self.fail_at {
-            Err(AppendFailure {
-                cause: Cause::new("disk", "full"),
-                applied: Applied::No,
-            })
-        } else {
-            self.entries.borrow_mut().push(entry);
+        let fails = *self.seen.borrow() == self.fail_at;
+        let (entries, log) = (self.entries.clone(), self.log.clone());
+        Box::pin(async move {
+            tokio::task::yield_now().await;
+            if fails {
+                return Err(AppendFailure {
+                    cause: Cause::new("disk", "full"),
+                    applied: Applied::No,
+                });
+            }
+            let role = entry.as_message().map_or("entry", |message| message.role());
+            log.borrow_mut().push(format!("stored {role}"));
+            entries.borrow_mut().push(entry);
             Ok(())
-        };
-        Box::pin(async move { result })
+        })
     }
+}
+
+/// Logs the shell's deliveries and settlements (`deliver op#1`, `settled op#1`).
+struct LogObserver(Log);
+
+impl agentsim::shell::Observer for LogObserver {
+    fn event(&self, event: agentsim::trace::Event) {
+        match event {
+            agentsim::trace::Event::Deliver { op, .. } => self.0.borrow_mut().push(format!("deliver {op}")),
+            agentsim::trace::Event::Settled { op, .. } => self.0.borrow_mut().push(format!("settled {op}")),
+            _ => {}
+        }
+    }
+}
+
+/// Two prompts, a flush and a dispose through the shell on an empty session.
+struct Embedded {
+    /// Each call's outcome: the run's message count (0 for flush and dispose) or the code.
+    outcomes: Vec<Result<usize, String>>,
+    /// The ids the store holds at the end.
+    ids: Vec<String>,
+    log: Vec<String>,
 }
 
 struct NoTools;
@@ -142,18 +175,20 @@ impl OutputService for NoTools {
     }
 }
 
-fn embedded(fail_at: usize) -> (Vec<Result<usize, String>>, Vec<String>) {
+fn embedded(fail_at: usize) -> Embedded {
+    let log: Log = Rc::default();
     let store = Rc::new(MemoryStore {
-        entries: RefCell::new(Vec::new()),
+        entries: Rc::default(),
         fail_at,
         seen: RefCell::new(0),
+        log: log.clone(),
     });
     let services = Services {
         model: Rc::new(EchoModel),
         store: store.clone(),
         tools: Rc::new(NoTools),
         output: Rc::new(NoTools),
-        observer: None,
+        observer: Some(Rc::new(LogObserver(log.clone()))),
     };
     let config = RuntimeConfig {
         active_leaf_id: None,
@@ -169,9 +204,18 @@ fn embedded(fail_at: usize) -> (Vec<Result<usize, String>>, Vec<String>) {
         .expect("a runtime");
     let outcomes = local.block_on(&rt, async {
         let (shell, driver) = Shell::spawn(runtime, services);
-        let first = shell.prompt("one");
-        let second = shell.prompt("two");
-        let (first, second) = tokio::join!(first, second);
+        // When a caller sees its prompt settle, it logs how many entries the store holds.
+        let settle = |text: &'static str| {
+            let (shell, store, log) = (&shell, &store, &log);
+            async move {
+                let result = shell.prompt(text).await;
+                let stored = store.entries.borrow().len();
+                log.borrow_mut()
+                    .push(format!("caller saw {text} settle with {stored} stored"));
+                result
+            }
+        };
+        let (first, second) = tokio::join!(settle("one"), settle("two"));
         let flushed = shell.flush().await;
         let disposed = shell.dispose().await;
         drop(shell);
@@ -184,19 +228,56 @@ fn embedded(fail_at: usize) -> (Vec<Result<usize, String>>, Vec<String>) {
         ]
     });
     let ids = store.entries.borrow().iter().map(|entry| entry.id.clone()).collect();
-    (outcomes, ids)
+    let log = log.borrow().clone();
+    Embedded { outcomes, ids, log }
 }
 
+/// The second prompt waits in the queue until the first settled, and each settles only after
+/// the store accepted every message of its run: in the shell's own order (its observer) and as
+/// its caller sees it.
 #[test]
 fn the_shell_queues_prompts_and_persists_before_resolving() {
-    let (outcomes, ids) = embedded(usize::MAX);
+    let Embedded { outcomes, ids, log } = embedded(usize::MAX);
     assert_eq!(outcomes, vec![Ok(2), Ok(4), Ok(0), Ok(0)]);
     assert_eq!(ids.len(), 4);
+    let at = |line: &str| {
+        log.iter()
+            .position(|logged| logged == line)
+            .unwrap_or_else(|| panic!("`{line}` is not in {log:#?}"))
+    };
+    let stored: Vec<usize> = (0..log.len())
+        .filter(|index| log[*index].starts_with("stored "))
+        .collect();
+    let roles: Vec<&str> = stored.iter().map(|index| log[*index].as_str()).collect();
+    assert_eq!(
+        roles,
+        ["stored user", "stored assistant", "stored user", "stored assistant"],
+        "{log:#?}"
+    );
+    // Run one's two messages are stored, then op#1 settles, then run two starts storing.
+    assert!(
+        stored[1] < at("settled op#1") && at("settled op#1") < stored[2],
+        "{log:#?}"
+    );
+    assert!(stored[3] < at("settled op#2"), "{log:#?}");
+    // Each caller sees its prompt settle with its run's messages in the store.
+    let seen = |text: &str| {
+        log.iter()
+            .find_map(|logged| {
+                logged
+                    .strip_prefix(&format!("caller saw {text} settle with "))
+                    .and_then(|rest| rest.strip_suffix(" stored"))
+            })
+            .and_then(|count| count.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("no settlement of {text} seen: {log:#?}"))
+    };
+    assert!(seen("one") >= 2, "{log:#?}");
+    assert_eq!(seen("two"), 4, "{log:#?}");
 }
 
 #[test]
 fn the_shell_poisons_after_a_failed_append() {
-    let (outcomes, ids) = embedded(2);
+    let Embedded { outcomes, ids, .. } = embedded(2);
     let poisoned = Err("disk".to_string());
     assert_eq!(outcomes[..3], [poisoned.clone(), poisoned.clone(), poisoned]);
     assert_eq!(ids.len(), 1, "nothing is appended after the failure");

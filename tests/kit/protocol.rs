@@ -12,7 +12,7 @@ use agentsim::protocol::{ExternalSubject, SharedExternal};
 use agentsim::sim::{BoxedSubject, StrategyKind, Subject, SubjectFailure};
 use agentsim::suite;
 
-use crate::binary::{agentsim, root, Outcome, BIN};
+use crate::binary::{agentsim, assert_all_gone, read_pids, root, Outcome, BIN};
 
 const ONE_PROMPT: &str = "tests/fixtures/protocol/one-prompt.json";
 
@@ -22,40 +22,6 @@ fn serve_command() -> String {
 
 fn scratch(name: &str) -> PathBuf {
     crate::binary::scratch("protocol", name)
-}
-
-/// Whether a process is still running (a zombie waiting for its reaper does not count).
-fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next());
-            !matches!(state, Some('Z' | 'X'))
-        }
-    }
-}
-
-/// Asserts every pid stops running within two seconds (SIGKILL is asynchronous).
-fn assert_all_gone(pids: &[u32], what: &str) {
-    let until = Instant::now() + Duration::from_secs(2);
-    loop {
-        let alive: Vec<u32> = pids.iter().copied().filter(|pid| running(*pid)).collect();
-        if alive.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < until, "{what}: processes left behind: {alive:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn read_pids(file: &Path) -> Vec<u32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| line.trim().parse().ok())
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -543,6 +509,59 @@ fn hostile_unsolicited_idle_flood() {
         "subject.malformed",
         &["an unsolicited line after `idle`, before the kit sent anything"],
     );
+}
+
+/// An adapter that answers `reset` with two `idle`s breaks that reset, and the verdict goes to the
+/// case whose run the reset ended, naming its scenario, the same in every run and with one job
+/// or two (before, each breach went to whichever case came next on that process, as "an
+/// unsolicited line after `idle`" or "`idle` before `started`" as the timing fell: three runs
+/// gave three reports). The replay command of such a case reproduces it.
+#[test]
+fn hostile_second_idle_after_reset_is_that_resets_breach_the_same_every_run() {
+    let folder = scratch("reset-twice");
+    let pids = folder.join("pids");
+    let adapter = format!("tests/fixtures/adapters/reset-twice.sh {BIN}");
+    let envs = [("AGENTSIM_FIXTURE_PIDS", pids.to_str().expect("utf-8 path"))];
+    let mut reports = Vec::new();
+    for jobs in ["1", "2", "1", "2", "1", "2"] {
+        let run = agentsim(&["run", "--impl", &adapter, "--jobs", jobs, "scenarios/wiring"], &envs);
+        assert_eq!(run.code, 3, "--jobs {jobs}: {}{}", run.stdout, run.stderr);
+        reports.push((jobs, run.stdout));
+    }
+    let (_, first) = &reports[0];
+    for (jobs, report) in &reports {
+        assert!(
+            report == first,
+            "--jobs {jobs} gave another report:\n{report}\nthan the first:\n{first}"
+        );
+    }
+    let names: Vec<String> = suite::load_corpus(&[root().join("scenarios/wiring")])
+        .expect("the corpus loads")
+        .into_iter()
+        .map(|loaded| loaded.name)
+        .collect();
+    for name in &names {
+        let verdict = format!(
+            "BROKEN {name}: the adapter broke the protocol: after the `idle` that answered the `reset` sent after scenario `{name}`, it wrote \"{{\\\"type\\\":\\\"idle\\\"}}\"; `reset` is answered by exactly one `idle`, and the next line must answer the next `start` (subject.malformed)\n"
+        );
+        assert!(first.contains(&verdict), "missing: {verdict}in:\n{first}");
+    }
+    assert!(
+        first.ends_with(&format!("0 passed, {} failed\n", names.len())),
+        "{first}"
+    );
+    let replay = agentsim(
+        &["replay", "scenarios/wiring/walkthrough.json", "--impl", &adapter],
+        &envs,
+    );
+    assert_eq!(replay.code, 3, "{}{}", replay.stdout, replay.stderr);
+    assert!(
+        replay.stdout.contains("walkthrough: broken: the adapter broke the protocol: after the `idle` that answered the `reset` sent after scenario `walkthrough`"),
+        "{}",
+        replay.stdout
+    );
+    assert_all_gone(&read_pids(&pids), "reset-twice.sh");
+    let _ = std::fs::remove_dir_all(folder);
 }
 
 #[test]

@@ -1,0 +1,112 @@
+//! Files the kit writes for its user (HTML pages and their index, the dashboard), written whole
+//! or not at all.
+//!
+//! [`write`] writes to a temporary file beside the target (same folder, so the same file
+//! system) and renames it over the target: a reader, or a kit stopped half-way, sees the old
+//! file or the new one, never part of one. [`abandon_unfinished`] is for a kit that is about to
+//! exit on a signal: it removes the temporary files being written and refuses every later
+//! write, so nothing half-written is left under any name.
+//!
+//! Never a choice of what to write or where; no import of the rest of the crate.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The temporary files being written, and whether writing has stopped.
+struct Unfinished {
+    temporaries: BTreeSet<PathBuf>,
+    stopped: bool,
+}
+
+static UNFINISHED: Mutex<Unfinished> = Mutex::new(Unfinished {
+    temporaries: BTreeSet::new(),
+    stopped: false,
+});
+
+static WRITES_STARTED: AtomicU64 = AtomicU64::new(0);
+
+fn unfinished() -> MutexGuard<'static, Unfinished> {
+    // Each change to the set is one call: a panicking holder leaves it valid.
+    UNFINISHED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn stopped_error() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "the kit is stopping: nothing more is written",
+    )
+}
+
+/// Writes `contents` to `path` whole: to a temporary file in the same folder, then renamed
+/// over `path`. On an error nothing is left but what `path` held before.
+pub fn write(path: &Path, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other(format!("{}: not a file name", path.display())))?;
+    let temporary = path.with_file_name(format!(
+        ".{}.{}-{}.partial",
+        name.to_string_lossy(),
+        std::process::id(),
+        WRITES_STARTED.fetch_add(1, Ordering::Relaxed)
+    ));
+    {
+        let mut unfinished = unfinished();
+        if unfinished.stopped {
+            return Err(stopped_error());
+        }
+        unfinished.temporaries.insert(temporary.clone());
+    }
+    let written = std::fs::File::create(&temporary).and_then(|mut file| file.write_all(contents.as_ref()));
+    let mut unfinished = unfinished();
+    unfinished.temporaries.remove(&temporary);
+    // Renamed under the lock, so that a stop either comes first (and nothing is renamed) or
+    // finds the file whole under its name.
+    let result = match written {
+        Ok(()) if unfinished.stopped => Err(stopped_error()),
+        Ok(()) => std::fs::rename(&temporary, path),
+        Err(error) => Err(error),
+    };
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+/// Removes every temporary file being written and refuses every later [`write`]: a kit
+/// stopped by a signal leaves no half-written file.
+pub fn abandon_unfinished() {
+    let mut unfinished = unfinished();
+    unfinished.stopped = true;
+    for temporary in std::mem::take(&mut unfinished.temporaries) {
+        let _ = std::fs::remove_file(temporary);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_replaced_whole_and_no_temporary_is_left() {
+        let folder = std::env::temp_dir().join(format!("agentsim-whole-file-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        std::fs::create_dir_all(&folder).expect("a scratch folder");
+        let path = folder.join("page.html");
+        write(&path, "first").expect("written");
+        write(&path, "second, longer").expect("rewritten");
+        assert_eq!(std::fs::read_to_string(&path).expect("reads"), "second, longer");
+        let names: Vec<String> = std::fs::read_dir(&folder)
+            .expect("lists")
+            .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["page.html".to_string()]);
+        // A folder that does not exist: an error, and nothing written.
+        let missing = folder.join("missing").join("page.html");
+        assert!(write(&missing, "x").is_err());
+        assert!(!missing.exists());
+        let _ = std::fs::remove_dir_all(&folder);
+    }
+}
