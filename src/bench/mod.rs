@@ -4,12 +4,15 @@
 //!   without checking every rule;
 //! - the bare reference core driven by a minimal immediate driver (no scheduler, no trace), on
 //!   the same scenario: the scheduler's overhead is the ratio of the two;
-//! - the time to enumerate every schedule of a scenario exhaustively.
+//! - the time to enumerate every schedule of a scenario exhaustively;
+//! - `check-session` on generated session files of a given length: time and peak memory of a
+//!   child process (`session.rs`).
 
 use std::time::{Duration, Instant};
 
 use crate::check;
 pub mod compare;
+pub mod session;
 pub mod stress;
 
 use crate::explore::next_prefix;

@@ -37,11 +37,18 @@ pub struct BenchArgs {
     /// With `--interleaving`: schedules per scenario each strategy may run.
     #[arg(long, default_value_t = 1000)]
     budget: u64,
+    /// Only `check-session`: on a generated clean session file and a damaged one of LINES lines
+    /// each, in both formats, each run a child process measured for time and peak memory.
+    #[arg(long, value_name = "LINES", value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
+    check_session: Option<u64>,
 }
 
 pub fn run_bench(args: BenchArgs) -> u8 {
     if args.interleaving {
         return interleaving_side_by_side(&args);
+    }
+    if let Some(lines) = args.check_session {
+        return check_session_on_generated_files(lines as usize);
     }
     let load = |path: &PathBuf| match suite::load_corpus(std::slice::from_ref(path)) {
         Ok(mut corpus) if !corpus.is_empty() => Ok(corpus.remove(0)),
@@ -274,6 +281,54 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
             schedules as f64 / found.max(1) as f64,
             micros as f64 / 1000.0 / found.max(1) as f64
         );
+    }
+    EXIT_PASSED
+}
+
+/// `bench --check-session LINES`: each generated file checked in both formats by a child
+/// process of this binary, with its wall time and peak resident memory.
+fn check_session_on_generated_files(lines: usize) -> u8 {
+    use crate::bench::session::{run_check_session, write_session, SessionShape, TempSession};
+    let binary = match std::env::current_exe() {
+        Ok(binary) => binary,
+        Err(error) => {
+            eprintln!("agentsim: cannot find this binary to run it: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    println!(
+        "check-session on generated session files of {lines} lines, each run a child process (output to /dev/null)"
+    );
+    println!();
+    println!("| file | format | exit | time | peak memory |");
+    println!("|---|---|---:|---:|---:|");
+    for shape in [SessionShape::Clean, SessionShape::Damaged] {
+        let file = TempSession::new(shape, lines);
+        let bytes = match write_session(&file.0, shape, lines) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                eprintln!("agentsim: {}: cannot write: {error}", file.0.display());
+                return EXIT_BAD_INPUT;
+            }
+        };
+        for json in [false, true] {
+            let run = match run_check_session(&binary, &file.0, json) {
+                Ok(run) => run,
+                Err(error) => {
+                    eprintln!("agentsim: cannot run check-session: {error}");
+                    return EXIT_BAD_INPUT;
+                }
+            };
+            println!(
+                "| {} ({:.0} MB) | {} | {} | {:.2} s | {:.0} MB |",
+                shape.name(),
+                bytes as f64 / 1e6,
+                if json { "json" } else { "human" },
+                run.exit_code.map_or("signal".to_string(), |code| code.to_string()),
+                run.elapsed.as_secs_f64(),
+                run.peak_rss_bytes as f64 / 1e6
+            );
+        }
     }
     EXIT_PASSED
 }

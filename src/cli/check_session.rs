@@ -1,20 +1,20 @@
 //! `agentsim check-session FILE.jsonl`: judge a Pi session file on disk, read-only.
 //!
-//! The file is opened for reading only and streamed through a bounded line reader: the command
-//! never writes, truncates or repairs (a torn tail is reported, not cut off; that is
-//! `FileStore::open`'s job). Exit 0 clean, 1 any finding, 2 not a session file at all.
+//! The file is opened for reading only and streamed through a bounded line reader, keeping only
+//! the tree's index (`store::check`); the report is written finding by finding as it is
+//! rendered. The command never writes, truncates or repairs (a torn tail is reported, not cut
+//! off; that is `FileStore::open`'s job). Exit 0 clean, 1 any finding, 2 not a session file at
+//! all.
 
 use std::collections::BTreeMap;
-use std::io::BufReader;
+use std::io::{self, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use serde_json::json;
+use serde::{Serialize, Serializer};
 
 use crate::scenario::{clip_message, printable};
-use crate::store::{
-    check_session, parse_session_from, Limits, SessionFileError, SessionFinding, LINE_BYTES_MAX_DEFAULT,
-};
+use crate::store::{check_session_from, Limits, SessionCheck, SessionFileError, LINE_BYTES_MAX_DEFAULT};
 
 use super::{EXIT_BAD_INPUT, EXIT_PASSED, EXIT_VIOLATION};
 
@@ -51,20 +51,25 @@ pub fn run_check_session(args: CheckSessionArgs) -> u8 {
     let limits = Limits {
         line_bytes_max: args.max_line_bytes,
     };
-    let parsed = match parse_session_from(BufReader::new(file), limits) {
-        Ok(parsed) => parsed,
+    let check = match check_session_from(BufReader::with_capacity(1 << 20, file), limits) {
+        Ok(check) => check,
         Err(error) => {
             eprintln!("agentsim: {}", render_error(&args.file, &error));
             return EXIT_BAD_INPUT;
         }
     };
-    let findings = check_session(&parsed);
-    let records = parsed.records.len() + usize::from(parsed.header.is_some());
-    match args.format {
-        CheckFormat::Human => print!("{}", render_human(&args.file, records, &findings)),
-        CheckFormat::Json => println!("{}", render_json(&args.file, records, &findings)),
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let written = match args.format {
+        CheckFormat::Human => write_human(&mut out, &args.file, &check),
+        CheckFormat::Json => write_json(&mut out, &args.file, &check),
+    };
+    // A reader that went away (`| head`) does not change the verdict.
+    if let Err(error) = written.and_then(|()| out.flush()) {
+        if error.kind() != io::ErrorKind::BrokenPipe {
+            eprintln!("agentsim: cannot write the report: {error}");
+        }
     }
-    if findings.is_empty() {
+    if check.is_empty() {
         EXIT_PASSED
     } else {
         EXIT_VIOLATION
@@ -87,40 +92,50 @@ fn render_error(file: &Path, error: &SessionFileError) -> String {
     }
 }
 
-fn render_human(file: &Path, records: usize, findings: &[SessionFinding]) -> String {
+/// `FILE:LINE: CODE: message` per finding, then `FILE: N records: VERDICT`.
+fn write_human(out: &mut impl Write, file: &Path, check: &SessionCheck) -> io::Result<()> {
     let file = printable(&file.display().to_string());
-    let file = Path::new(&file);
-    let mut text = String::new();
-    for finding in findings {
-        text.push_str(&format!(
-            "{}:{}: {}: {}\n",
-            file.display(),
+    for finding in check.findings() {
+        writeln!(
+            out,
+            "{file}:{}: {}: {}",
             finding.line,
             finding.code,
             // Ids come from the file: a newline or an escape sequence in one must neither split
             // the finding's line nor reach the terminal.
             clip_message(&finding.message)
-        ));
+        )?;
     }
-    let verdict = match findings.len() {
+    let verdict = match check.len() {
         0 => "clean".to_string(),
         1 => "1 finding".to_string(),
         count => format!("{count} findings"),
     };
-    text.push_str(&format!("{}: {records} records: {verdict}\n", file.display()));
-    text
+    writeln!(out, "{file}: {} records: {verdict}", check.records())
 }
 
-fn render_json(file: &Path, records: usize, findings: &[SessionFinding]) -> String {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for finding in findings {
-        *counts.entry(finding.code.as_str()).or_default() += 1;
+/// One pretty-printed JSON object: `file`, `records`, `findings`, `counts` (per code), written
+/// finding by finding.
+fn write_json(out: &mut impl Write, file: &Path, check: &SessionCheck) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Report<'a> {
+        file: String,
+        records: usize,
+        findings: Findings<'a>,
+        counts: BTreeMap<&'static str, usize>,
     }
-    let report = json!({
-        "file": file.display().to_string(),
-        "records": records,
-        "findings": findings,
-        "counts": counts,
-    });
-    serde_json::to_string_pretty(&report).unwrap_or_else(|error| format!("{{\"error\":\"{error}\"}}"))
+    struct Findings<'a>(&'a SessionCheck);
+    impl Serialize for Findings<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_seq(self.0.findings())
+        }
+    }
+    let report = Report {
+        file: file.display().to_string(),
+        records: check.records(),
+        findings: Findings(check),
+        counts: check.counts(),
+    };
+    serde_json::to_writer_pretty(&mut *out, &report).map_err(io::Error::from)?;
+    writeln!(out)
 }

@@ -203,7 +203,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
             print!("{}", report.text);
             if let Some(path) = &args.coverage_json {
                 let json = serde_json::to_string_pretty(&report.json).expect("coverage serializes");
-                if let Err(error) = std::fs::write(path, json + "\n") {
+                if let Err(error) = crate::whole_file::write(path, json + "\n") {
                     eprintln!("agentsim: {}: {error}", path.display());
                     return EXIT_BAD_INPUT;
                 }
@@ -490,7 +490,7 @@ pub fn run_mutants(args: MutantsArgs) -> u8 {
 /// Compares the zoo's stable table with a golden file (or writes it with `UPDATE_GOLDEN=1`).
 fn compare_golden(path: &std::path::Path, table: &str) -> Result<(), String> {
     if std::env::var_os("UPDATE_GOLDEN").is_some_and(|value| value == "1") {
-        return std::fs::write(path, table).map_err(|error| format!("{}: {error}", path.display()));
+        return crate::whole_file::write(path, table).map_err(|error| format!("{}: {error}", path.display()));
     }
     let expected = std::fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
     if expected == table {
@@ -691,7 +691,7 @@ fn shrink_failures(
         };
         let file = dir.join(format!("{}.{}.json", failure.scenario.replace('/', "-"), shrunk.rule));
         let text = serde_json::to_string_pretty(&shrunk.scenario).expect("scenarios serialize") + "\n";
-        if let Err(error) = std::fs::write(&file, text) {
+        if let Err(error) = crate::whole_file::write(&file, text) {
             eprintln!("agentsim: {}: {error}", file.display());
             return Err(EXIT_BAD_INPUT);
         }

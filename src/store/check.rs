@@ -1,11 +1,20 @@
 //! `check_session`: what is wrong with a parsed session file, one finding per problem, each on
 //! its 1-based line with a stable code.
 //!
-//! The checks read the raw JSON records, not `model::SessionEntry`, so that an entry of a type
-//! the kit does not model (or a new one Pi adds) is judged by its identity fields alone and never
-//! stops the other checks. Every check is a pure function of the records; findings are sorted by
-//! line, then code, and no hash-map order reaches them. Every check is linear in the file (up to
-//! ordered-map lookups): a damaged file of 100,000 lines is judged in well under a second.
+//! The checks read the few facts of each raw JSON record they need ([`LineFacts`]), not
+//! `model::SessionEntry`, so that an entry of a type the kit does not model (or a new one Pi
+//! adds) is judged by its identity fields alone and never stops the other checks.
+//!
+//! **Streamed.** [`check_session_from`] reads a file line by line and keeps only the tree's
+//! index: every entry's line, id, parent, type, tool calls and tool result, with each id held
+//! once (interned), and the findings as line, code and the numbers of what they name; a finding's
+//! message is written only when it is shown. Its memory grows with the entries and their ids,
+//! never with the text around them (tool results, messages, usage), and the file is read once.
+//! [`check_session`] judges a file already parsed the same way, from the same facts.
+//!
+//! Every check is a pure function of the index; findings are sorted by line, then code, then
+//! message, and no hash-map order reaches them (the maps are only looked up). Every check is
+//! linear in the file (up to hash lookups).
 //!
 //! The findings and what they mean:
 //!
@@ -25,12 +34,17 @@
 //! | `tool.duplicate_result` | the later result | a second result for one call on one path (a provider rejects it) |
 //! | `file.torn_tail` | the last line | the last line lacks its newline: a write cut short |
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, RandomState};
+use std::io::BufRead;
+
+use hashbrown::HashTable;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::file::{ParsedSession, Record};
+use super::facts::{Field, LineFacts, Shape};
+use super::file::{read_session, Keep, Limits, ParsedSession, SessionFileError, TornTail};
 
 /// The only header version Pi 0.73 writes.
 pub const PI_SESSION_VERSION: u64 = 3;
@@ -108,78 +122,388 @@ impl Serialize for FindingCode {
     }
 }
 
-/// An entry's identity fields, read from its raw record.
-struct Node<'a> {
-    line: usize,
-    id: &'a str,
-    /// `None` for a root (`parentId: null`).
-    parent_id: Option<&'a str>,
-    record: &'a Record,
-}
-
-/// Every finding of a parsed session file, sorted by line, then code.
+/// Every finding of a parsed session file, sorted by line, then code, then message.
 pub fn check_session(session: &ParsedSession) -> Vec<SessionFinding> {
-    let mut findings = Vec::new();
-    check_header(session, &mut findings);
-    let nodes = check_identity(session, &mut findings);
-    // The first entry of each id; later duplicates are reported and then ignored.
-    let mut nodes_by_id: BTreeMap<&str, &Node> = BTreeMap::new();
-    for node in &nodes {
-        nodes_by_id.entry(node.id).or_insert(node);
-    }
-    check_tree(&nodes, &nodes_by_id, &mut findings);
-    check_tool_calls(&nodes, &nodes_by_id, &mut findings);
-    if let Some(torn) = session.torn {
-        findings.push(SessionFinding {
-            line: torn.line,
-            code: FindingCode::FileTornTail,
-            message: format!(
-                "the last line ({} bytes) has no terminating newline: a write cut short, not part of the session",
-                torn.bytes
-            ),
-        });
-    }
-    findings.sort();
-    findings
-}
-
-fn check_header(session: &ParsedSession, findings: &mut Vec<SessionFinding>) {
-    match &session.header {
-        Some(header) => {
-            let problems = header_problems(&header.value);
-            if !problems.is_empty() {
-                findings.push(SessionFinding {
-                    line: header.line,
-                    code: FindingCode::HeaderInvalid,
-                    message: problems.join("; "),
-                });
-            }
-        }
-        None => {
-            if let Some(first) = session.records.iter().find(|record| record.kind() != Some("session")) {
-                let first_is_line_one = first.line == 1;
-                findings.push(SessionFinding {
-                    line: first.line,
-                    code: FindingCode::HeaderMissing,
-                    message: if first_is_line_one {
-                        "line 1 is an entry, not the `session` header: the header was lost or the file was recreated \
-                         without it"
-                            .into()
-                    } else {
-                        "no `session` header on line 1: the header was lost or the file was recreated without it".into()
-                    },
-                });
-            }
-        }
+    let mut index = SessionIndex::default();
+    if let Some(header) = &session.header {
+        index.add_header(header.line, &header.value);
     }
     for record in &session.records {
-        if record.kind() == Some("session") {
-            findings.push(SessionFinding {
-                line: record.line,
-                code: FindingCode::HeaderMisplaced,
-                message: "a `session` header on a later line: the header belongs on line 1 only".into(),
+        index.add_record(record.line, LineFacts::of_value(&record.value));
+    }
+    index.torn = session.torn;
+    index.check().findings().collect()
+}
+
+/// Reads a session file line by line and judges it, keeping only the tree's index (see the
+/// module docs); `Err` when it is not a session file at all, as [`super::parse_session_from`].
+pub fn check_session_from(reader: impl BufRead, limits: Limits) -> Result<SessionCheck, SessionFileError> {
+    let mut index = SessionIndex::default();
+    let torn = read_session(reader, limits, Keep::Facts, |line| {
+        match (&line.value, line.is_header) {
+            (Some(header), true) => index.add_header(line.line, header),
+            _ => index.add_record(line.line, line.facts),
+        }
+    })?;
+    index.torn = torn;
+    Ok(index.check())
+}
+
+/// A judged session file: its findings in order, each rendered when it is asked for.
+pub struct SessionCheck {
+    /// The header and every other complete, non-blank line.
+    records: usize,
+    /// Sorted by line, then code, then message.
+    found: Vec<Found>,
+    tree: Tree,
+}
+
+impl SessionCheck {
+    /// How many records the file holds: the header and every other complete, non-blank line.
+    pub fn records(&self) -> usize {
+        self.records
+    }
+
+    pub fn len(&self) -> usize {
+        self.found.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// Every finding, in order, its message written as it is yielded.
+    pub fn findings(&self) -> impl Iterator<Item = SessionFinding> + '_ {
+        self.found.iter().map(|found| self.tree.render(found))
+    }
+
+    /// How many findings of each code.
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        let mut counts = BTreeMap::new();
+        for found in &self.found {
+            *counts.entry(found.code.as_str()).or_default() += 1;
+        }
+        counts
+    }
+}
+
+/// No node or no string: above a root, outside the tree, or not there.
+const NONE: usize = usize::MAX;
+
+/// Every distinct string of the index (ids, parent ids, call ids, types), held once in one
+/// buffer and known by its number in order of first appearance.
+#[derive(Default)]
+struct Strings {
+    /// Every string, one after the other.
+    text: String,
+    /// Where each string ends in `text` (it starts where the one before it ends).
+    ends: Vec<usize>,
+}
+
+impl Strings {
+    fn text(&self, number: usize) -> &str {
+        let start = if number == 0 { 0 } else { self.ends[number - 1] };
+        &self.text[start..self.ends[number]]
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+/// [`Strings`] while the file is read: each string's number found by the hash of its text. The
+/// table is dropped once the file is read.
+struct Interner {
+    strings: Strings,
+    numbers: HashTable<usize>,
+    hasher: RandomState,
+}
+
+impl Default for Interner {
+    fn default() -> Interner {
+        Interner {
+            strings: Strings::default(),
+            numbers: HashTable::new(),
+            hasher: RandomState::new(),
+        }
+    }
+}
+
+impl Interner {
+    fn intern(&mut self, text: &str) -> usize {
+        let hash = self.hasher.hash_one(text);
+        let Interner {
+            strings,
+            numbers,
+            hasher,
+        } = self;
+        if let Some(number) = numbers.find(hash, |number| strings.text(*number) == text) {
+            return *number;
+        }
+        let number = strings.len();
+        strings.text.push_str(text);
+        strings.ends.push(strings.text.len());
+        numbers.insert_unique(hash, number, |number| hasher.hash_one(strings.text(*number)));
+        number
+    }
+}
+
+/// One entry of the file: its identity fields and the facts the tool checks need, with every
+/// string a number of [`Strings`].
+struct Node {
+    line: usize,
+    id: usize,
+    /// `NONE` for a root (`parentId: null`).
+    parent_id: usize,
+    kind: usize,
+    /// Where its tool calls (an assistant message's) start in [`SessionIndex::call_ids`]; they
+    /// end where the next node's start.
+    calls_start: usize,
+    /// The `toolCallId` of a tool result message whose id is a string, else `NONE`.
+    result_call_id: usize,
+    /// A message entry whose role is `toolResult`, whatever its `toolCallId`.
+    is_tool_result: bool,
+}
+
+/// A finding as the checks record it: its line, its code and what its message names, as
+/// numbers of the index; the message is written by [`Tree::render`] when it is shown.
+struct Found {
+    line: usize,
+    code: FindingCode,
+    about: About,
+}
+
+/// What a finding's message says, by code.
+enum About {
+    /// A message that names nothing of the file.
+    Fixed(&'static str),
+    /// `header.invalid`: the header's problems.
+    Text(String),
+    DuplicateId {
+        id: usize,
+        first_line: usize,
+    },
+    Orphan {
+        node: usize,
+    },
+    ExtraRoot {
+        node: usize,
+        root_line: usize,
+    },
+    /// The cycle's member on its first line; the others follow by parent.
+    Cycle {
+        first: usize,
+    },
+    UnansweredCall {
+        call_id: usize,
+    },
+    UnmatchedResult {
+        call_id: usize,
+    },
+    DuplicateResult {
+        call_id: usize,
+        first_line: usize,
+    },
+    Interleaved {
+        node: usize,
+        call_id: usize,
+        result_line: usize,
+    },
+    TornTail {
+        bytes: u64,
+    },
+}
+
+/// What the checks gather while the file is read, one record at a time.
+#[derive(Default)]
+struct SessionIndex {
+    records: usize,
+    header_seen: bool,
+    /// The line of the first record that is not a `session` header.
+    first_entry_line: Option<usize>,
+    interner: Interner,
+    /// Per string: the first node whose id it is, or `NONE`.
+    first_node_by_id: Vec<usize>,
+    nodes: Vec<Node>,
+    /// The tool calls of every node, in node order ([`Node::calls_start`]).
+    call_ids: Vec<usize>,
+    first_root_line: Option<usize>,
+    found: Vec<Found>,
+    torn: Option<TornTail>,
+}
+
+impl SessionIndex {
+    fn intern(&mut self, text: &str) -> usize {
+        let number = self.interner.intern(text);
+        if number == self.first_node_by_id.len() {
+            self.first_node_by_id.push(NONE);
+        }
+        number
+    }
+
+    /// The `session` header on line 1.
+    fn add_header(&mut self, line: usize, header: &Value) {
+        self.records += 1;
+        self.header_seen = true;
+        let problems = header_problems(header);
+        if !problems.is_empty() {
+            self.found.push(Found {
+                line,
+                code: FindingCode::HeaderInvalid,
+                about: About::Text(problems.join("; ")),
             });
         }
+    }
+
+    /// Any other record, in file order.
+    fn add_record(&mut self, line: usize, facts: LineFacts) {
+        self.records += 1;
+        if facts.kind() == Some("session") {
+            self.found.push(Found {
+                line,
+                code: FindingCode::HeaderMisplaced,
+                about: About::Fixed("a `session` header on a later line: the header belongs on line 1 only"),
+            });
+            return;
+        }
+        self.first_entry_line.get_or_insert(line);
+        let (kind, id, parent_id) = match identity(&facts) {
+            Ok(identity) => identity,
+            Err(problem) => {
+                self.found.push(Found {
+                    line,
+                    code: FindingCode::EntryMalformed,
+                    about: About::Fixed(problem),
+                });
+                return;
+            }
+        };
+        let index = self.nodes.len();
+        let kind = self.intern(kind);
+        let id = self.intern(id);
+        let parent_id = parent_id.map_or(NONE, |parent_id| self.intern(parent_id));
+        match self.first_node_by_id[id] {
+            NONE => self.first_node_by_id[id] = index,
+            first => self.found.push(Found {
+                line,
+                code: FindingCode::EntryDuplicateId,
+                about: About::DuplicateId {
+                    id,
+                    first_line: self.nodes[first].line,
+                },
+            }),
+        }
+        if parent_id == NONE {
+            match self.first_root_line {
+                None => self.first_root_line = Some(line),
+                Some(root_line) => self.found.push(Found {
+                    line,
+                    code: FindingCode::EntryExtraRoot,
+                    about: About::ExtraRoot { node: index, root_line },
+                }),
+            }
+        }
+        let calls_start = self.call_ids.len();
+        for call_id in facts.tool_call_ids() {
+            let call_id = self.intern(call_id);
+            self.call_ids.push(call_id);
+        }
+        let result_call_id = facts.tool_result_call_id().map_or(NONE, |call_id| self.intern(call_id));
+        self.nodes.push(Node {
+            line,
+            id,
+            parent_id,
+            kind,
+            calls_start,
+            result_call_id,
+            is_tool_result: facts.is_tool_result(),
+        });
+    }
+
+    /// The checks that need the whole file: a lost header, orphans, cycles, the tool calls,
+    /// a torn tail; then the findings in order.
+    fn check(self) -> SessionCheck {
+        let SessionIndex {
+            records,
+            header_seen,
+            first_entry_line,
+            interner,
+            first_node_by_id,
+            nodes,
+            call_ids,
+            first_root_line: _,
+            mut found,
+            torn,
+        } = self;
+        if let (false, Some(line)) = (header_seen, first_entry_line) {
+            found.push(Found {
+                line,
+                code: FindingCode::HeaderMissing,
+                about: About::Fixed(if line == 1 {
+                    "line 1 is an entry, not the `session` header: the header was lost or the file was recreated \
+                     without it"
+                } else {
+                    "no `session` header on line 1: the header was lost or the file was recreated without it"
+                }),
+            });
+        }
+        // The first entry of each id; later duplicates were reported and are not parents.
+        let parent: Vec<usize> = nodes
+            .iter()
+            .map(|node| match node.parent_id {
+                NONE => NONE,
+                parent_id => first_node_by_id[parent_id],
+            })
+            .collect();
+        for (index, node) in nodes.iter().enumerate() {
+            if node.parent_id != NONE && parent[index] == NONE {
+                found.push(Found {
+                    line: node.line,
+                    code: FindingCode::EntryOrphan,
+                    about: About::Orphan { node: index },
+                });
+            }
+        }
+        // The hash table is not needed any more: only the texts, for the messages.
+        let Interner { strings, numbers, .. } = interner;
+        drop(numbers);
+        let tree = Tree {
+            strings,
+            nodes,
+            call_ids,
+            parent,
+        };
+        find_cycles(&tree, &first_node_by_id, &mut found);
+        drop(first_node_by_id);
+        check_tool_calls(&tree, &mut found);
+        if let Some(torn) = torn {
+            found.push(Found {
+                line: torn.line,
+                code: FindingCode::FileTornTail,
+                about: About::TornTail { bytes: torn.bytes },
+            });
+        }
+        sort_findings(&tree, &mut found);
+        SessionCheck { records, found, tree }
+    }
+}
+
+/// Findings by line, then code, then message: only findings that share a line and a code
+/// (several unanswered calls of one entry) have their messages written to be compared.
+fn sort_findings(tree: &Tree, found: &mut [Found]) {
+    found.sort_unstable_by_key(|found| (found.line, found.code));
+    let mut start = 0;
+    while start < found.len() {
+        let key = (found[start].line, found[start].code);
+        let end = start
+            + found[start..]
+                .iter()
+                .take_while(|next| (next.line, next.code) == key)
+                .count();
+        if end - start > 1 {
+            found[start..end].sort_by_cached_key(|found| tree.render(found).message);
+        }
+        start = end;
     }
 }
 
@@ -201,260 +525,237 @@ fn header_problems(header: &Value) -> Vec<String> {
     problems
 }
 
-/// Reads every entry's identity; reports malformed entries and duplicate ids.
-fn check_identity<'a>(session: &'a ParsedSession, findings: &mut Vec<SessionFinding>) -> Vec<Node<'a>> {
-    let mut nodes = Vec::new();
-    let mut first_line_by_id: BTreeMap<&str, usize> = BTreeMap::new();
-    for record in &session.records {
-        if record.kind() == Some("session") {
+/// An entry's `type`, `id` and `parentId` (`None` for a root), or what is malformed.
+fn identity(facts: &LineFacts) -> Result<(&str, &str, Option<&str>), &'static str> {
+    if facts.shape != Shape::Object {
+        return Err("not a JSON object");
+    }
+    let kind = match &facts.kind {
+        Field::String(kind) => kind.as_str(),
+        Field::Missing => return Err("field `type`: missing"),
+        Field::Null | Field::Other => return Err("field `type`: must be a string"),
+    };
+    let id = match &facts.id {
+        Field::String(id) => id.as_str(),
+        Field::Missing => return Err("field `id`: missing"),
+        Field::Null | Field::Other => return Err("field `id`: must be a string"),
+    };
+    let parent_id = match &facts.parent_id {
+        Field::String(parent_id) => Some(parent_id.as_str()),
+        Field::Null => None,
+        Field::Missing => return Err("field `parentId`: missing"),
+        Field::Other => return Err("field `parentId`: must be a string or null"),
+    };
+    Ok((kind, id, parent_id))
+}
+
+/// The index once the whole file is read: the nodes and their parents, which the checks walk
+/// and the messages name.
+struct Tree {
+    strings: Strings,
+    nodes: Vec<Node>,
+    call_ids: Vec<usize>,
+    /// Per node, the first node of its parent's id, or `NONE` (a root or an orphan).
+    parent: Vec<usize>,
+}
+
+impl Tree {
+    fn tool_call_ids(&self, node: usize) -> &[usize] {
+        let end = self
+            .nodes
+            .get(node + 1)
+            .map_or(self.call_ids.len(), |next| next.calls_start);
+        &self.call_ids[self.nodes[node].calls_start..end]
+    }
+
+    fn id(&self, node: usize) -> &str {
+        self.strings.text(self.nodes[node].id)
+    }
+
+    /// The finding with its message written.
+    fn render(&self, found: &Found) -> SessionFinding {
+        let text = |number: usize| self.strings.text(number);
+        let message = match &found.about {
+            About::Fixed(message) => message.to_string(),
+            About::Text(message) => message.clone(),
+            About::DuplicateId { id, first_line } => {
+                format!("id `{}` is also the id of line {first_line}", text(*id))
+            }
+            About::Orphan { node } => format!(
+                "entry `{}` names parent `{}`, which no entry of the file has",
+                self.id(*node),
+                text(self.nodes[*node].parent_id)
+            ),
+            About::ExtraRoot { node, root_line } => format!(
+                "entry `{}` is a second root (`parentId: null`); line {root_line} is the first",
+                self.id(*node)
+            ),
+            About::Cycle { first } => {
+                let mut members = vec![*first];
+                let mut current = self.parent[*first];
+                while current != *first && current != NONE {
+                    members.push(current);
+                    current = self.parent[current];
+                }
+                let ids: Vec<String> = members
+                    .iter()
+                    .map(|member| format!("`{}` (line {})", self.id(*member), self.nodes[*member].line))
+                    .collect();
+                format!(
+                    "the parent chain loops: {} -> `{}` again",
+                    ids.join(" -> "),
+                    self.id(*first)
+                )
+            }
+            About::UnansweredCall { call_id } => {
+                format!("tool call `{}` has no toolResult anywhere in the file", text(*call_id))
+            }
+            About::UnmatchedResult { call_id } => {
+                format!("toolResult for `{}` matches no earlier tool call", text(*call_id))
+            }
+            About::DuplicateResult { call_id, first_line } => format!(
+                "a second toolResult for tool call `{}` on the same path (line {first_line} answered it first): \
+                 a provider rejects a second result for one call id",
+                text(*call_id)
+            ),
+            About::Interleaved {
+                node,
+                call_id,
+                result_line,
+            } => format!(
+                "`{}` entry `{}` sits between tool call `{}` and its result on line {result_line}",
+                text(self.nodes[*node].kind),
+                self.id(*node),
+                text(*call_id)
+            ),
+            About::TornTail { bytes } => format!(
+                "the last line ({bytes} bytes) has no terminating newline: a write cut short, not part of the session"
+            ),
+        };
+        SessionFinding {
+            line: found.line,
+            code: found.code,
+            message,
+        }
+    }
+}
+
+/// One finding per parent cycle, on the cycle's first line.
+///
+/// Each first entry of an id is walked up once: a walk stops at an entry already settled (its
+/// chain ends at a root, an orphan or a reported cycle) or at one already on the walk, which
+/// closes a cycle. A later entry of a duplicate id is never a parent, and its id was settled
+/// with the first.
+fn find_cycles(tree: &Tree, first_node_by_id: &[usize], found: &mut Vec<Found>) {
+    const UNKNOWN: u8 = 0;
+    const ON_WALK: u8 = 1;
+    const SETTLED: u8 = 2;
+    let mut state = vec![UNKNOWN; tree.nodes.len()];
+    let mut position = vec![0usize; tree.nodes.len()];
+    let mut chain: Vec<usize> = Vec::new();
+    for (start, node) in tree.nodes.iter().enumerate() {
+        if first_node_by_id[node.id] != start {
             continue;
         }
-        let node = match identity(record) {
-            Ok(node) => node,
-            Err(problem) => {
-                findings.push(SessionFinding {
-                    line: record.line,
-                    code: FindingCode::EntryMalformed,
-                    message: problem,
-                });
-                continue;
-            }
-        };
-        match first_line_by_id.get(node.id) {
-            Some(first_line) => findings.push(SessionFinding {
-                line: node.line,
-                code: FindingCode::EntryDuplicateId,
-                message: format!("id `{}` is also the id of line {first_line}", node.id),
-            }),
-            None => {
-                first_line_by_id.insert(node.id, node.line);
-            }
-        }
-        nodes.push(node);
-    }
-    nodes
-}
-
-fn identity(record: &Record) -> Result<Node<'_>, String> {
-    let Value::Object(object) = &record.value else {
-        return Err("not a JSON object".into());
-    };
-    match object.get("type") {
-        Some(Value::String(_)) => {}
-        Some(_) => return Err("field `type`: must be a string".into()),
-        None => return Err("field `type`: missing".into()),
-    }
-    let id = match object.get("id") {
-        Some(Value::String(id)) => id.as_str(),
-        Some(_) => return Err("field `id`: must be a string".into()),
-        None => return Err("field `id`: missing".into()),
-    };
-    let parent_id = match object.get("parentId") {
-        Some(Value::String(parent_id)) => Some(parent_id.as_str()),
-        Some(Value::Null) => None,
-        Some(_) => return Err("field `parentId`: must be a string or null".into()),
-        None => return Err("field `parentId`: missing".into()),
-    };
-    Ok(Node {
-        line: record.line,
-        id,
-        parent_id,
-        record,
-    })
-}
-
-/// Orphans, cycles and extra roots.
-fn check_tree(nodes: &[Node], nodes_by_id: &BTreeMap<&str, &Node>, findings: &mut Vec<SessionFinding>) {
-    let mut first_root_line: Option<usize> = None;
-    for node in nodes {
-        match node.parent_id {
-            None => match first_root_line {
-                None => first_root_line = Some(node.line),
-                Some(root_line) => findings.push(SessionFinding {
-                    line: node.line,
-                    code: FindingCode::EntryExtraRoot,
-                    message: format!(
-                        "entry `{}` is a second root (`parentId: null`); line {root_line} is the first",
-                        node.id
-                    ),
-                }),
-            },
-            Some(parent_id) if !nodes_by_id.contains_key(parent_id) => findings.push(SessionFinding {
-                line: node.line,
-                code: FindingCode::EntryOrphan,
-                message: format!(
-                    "entry `{}` names parent `{parent_id}`, which no entry of the file has",
-                    node.id
-                ),
-            }),
-            Some(_) => {}
-        }
-    }
-    findings.extend(find_cycles(nodes, nodes_by_id));
-}
-
-/// One finding per parent cycle, on the cycle's first line, naming its ids in chain order.
-fn find_cycles(nodes: &[Node], nodes_by_id: &BTreeMap<&str, &Node>) -> Vec<SessionFinding> {
-    let mut findings = Vec::new();
-    // Ids whose chain is known to end (at a root, an orphan or an already reported cycle).
-    let mut settled: BTreeSet<&str> = BTreeSet::new();
-    for start in nodes {
-        let mut chain: Vec<&Node> = Vec::new();
-        let mut on_chain: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut current = Some(start);
-        while let Some(node) = current {
-            if settled.contains(node.id) {
-                break;
-            }
-            if let Some(&position) = on_chain.get(node.id) {
-                let cycle = &chain[position..];
+        let mut current = start;
+        while current != NONE && state[current] != SETTLED {
+            if state[current] == ON_WALK {
+                let cycle = &chain[position[current]..];
                 let first = cycle
                     .iter()
-                    .enumerate()
-                    .min_by_key(|(_, member)| member.line)
-                    .map_or(0, |(index, _)| index);
-                let ids: Vec<String> = cycle[first..]
-                    .iter()
-                    .chain(&cycle[..first])
-                    .map(|member| format!("`{}` (line {})", member.id, member.line))
-                    .collect();
-                findings.push(SessionFinding {
-                    line: cycle[first].line,
+                    .copied()
+                    .min_by_key(|member| tree.nodes[*member].line)
+                    .unwrap_or(current);
+                found.push(Found {
+                    line: tree.nodes[first].line,
                     code: FindingCode::EntryCycle,
-                    message: format!(
-                        "the parent chain loops: {} -> `{}` again",
-                        ids.join(" -> "),
-                        cycle[first].id
-                    ),
+                    about: About::Cycle { first },
                 });
                 break;
             }
-            on_chain.insert(node.id, chain.len());
-            chain.push(node);
-            current = node.parent_id.and_then(|parent_id| nodes_by_id.get(parent_id).copied());
+            state[current] = ON_WALK;
+            position[current] = chain.len();
+            chain.push(current);
+            current = tree.parent[current];
         }
-        settled.extend(chain.iter().map(|node| node.id));
+        for member in chain.drain(..) {
+            state[member] = SETTLED;
+        }
     }
-    findings
-}
-
-/// The tool calls of an assistant message entry, as `(call id)` in content order.
-fn tool_call_ids(record: &Record) -> Vec<&str> {
-    let Some(message) = message_of(record) else {
-        return Vec::new();
-    };
-    if message.get("role").and_then(Value::as_str) != Some("assistant") {
-        return Vec::new();
-    }
-    let Some(content) = message.get("content").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    content
-        .iter()
-        .filter(|block| block.get("type").and_then(Value::as_str) == Some("toolCall"))
-        .filter_map(|block| block.get("id").and_then(Value::as_str))
-        .collect()
-}
-
-/// The `toolCallId` of a tool result message entry.
-fn tool_result_call_id(record: &Record) -> Option<&str> {
-    let message = message_of(record)?;
-    if message.get("role").and_then(Value::as_str) != Some("toolResult") {
-        return None;
-    }
-    message.get("toolCallId").and_then(Value::as_str)
-}
-
-fn is_tool_result(record: &Record) -> bool {
-    message_of(record)
-        .and_then(|message| message.get("role"))
-        .and_then(Value::as_str)
-        == Some("toolResult")
-}
-
-fn message_of(record: &Record) -> Option<&Value> {
-    if record.kind() != Some("message") {
-        return None;
-    }
-    record.value.get("message")
 }
 
 /// Unanswered calls, results without an earlier call, second results for one call, and entries
 /// between a call and its result.
 ///
-/// Linear in the file (up to map lookups): one depth-first walk of the parent tree finds, for
+/// Linear in the file (up to hash lookups): one depth-first walk of the parent tree finds, for
 /// every tool result, the nearest entry above it that made its call and whether an earlier result
 /// on the same path already answered that call; then each entry between a call and its result is
 /// reported once, found by walking up over entries not yet reported (a union-find with path
 /// compression skips the ones already reported and every tool result). Entries in or below a
 /// parent cycle are left to `entry.cycle`.
-fn check_tool_calls(nodes: &[Node], nodes_by_id: &BTreeMap<&str, &Node>, findings: &mut Vec<SessionFinding>) {
-    let answered: BTreeSet<&str> = nodes
-        .iter()
-        .filter_map(|node| tool_result_call_id(node.record))
-        .collect();
-    let tree = ToolTree::new(nodes, nodes_by_id);
-    let mut calls_seen: BTreeSet<&str> = BTreeSet::new();
+fn check_tool_calls(tree: &Tree, found: &mut Vec<Found>) {
+    // Per string: answered by some tool result of the file; called by a tool call seen so far.
+    let mut answered = vec![false; tree.strings.len()];
+    for node in &tree.nodes {
+        if node.result_call_id != NONE {
+            answered[node.result_call_id] = true;
+        }
+    }
+    let mut called = vec![false; tree.strings.len()];
+    let walk = ToolWalk::new(tree);
     // Entries between a call and its result not yet reported; the rest are skipped on the way up.
-    let mut live: Vec<bool> = nodes.iter().map(|node| !is_tool_result(node.record)).collect();
+    let mut live: Vec<bool> = tree.nodes.iter().map(|node| !node.is_tool_result).collect();
     let mut next_up: Vec<usize> = tree.parent.clone();
-    for (index, node) in nodes.iter().enumerate() {
-        for call_id in tool_call_ids(node.record) {
-            calls_seen.insert(call_id);
-            if !answered.contains(call_id) {
-                findings.push(SessionFinding {
+    for (index, node) in tree.nodes.iter().enumerate() {
+        for &call_id in tree.tool_call_ids(index) {
+            called[call_id] = true;
+            if !answered[call_id] {
+                found.push(Found {
                     line: node.line,
                     code: FindingCode::ToolUnansweredCall,
-                    message: format!("tool call `{call_id}` has no toolResult anywhere in the file"),
+                    about: About::UnansweredCall { call_id },
                 });
             }
         }
-        let Some(call_id) = tool_result_call_id(node.record) else {
+        let call_id = node.result_call_id;
+        if call_id == NONE {
             continue;
-        };
-        if !calls_seen.contains(call_id) {
-            findings.push(SessionFinding {
+        }
+        if !called[call_id] {
+            found.push(Found {
                 line: node.line,
                 code: FindingCode::ToolUnmatchedResult,
-                message: format!("toolResult for `{call_id}` matches no earlier tool call"),
+                about: About::UnmatchedResult { call_id },
             });
             continue;
         }
-        let Some(answer) = &tree.answers[index] else {
+        let Some(answer) = &walk.answers[index] else {
             continue;
         };
         if let Some(first_line) = answer.earlier_result_line {
-            findings.push(SessionFinding {
+            found.push(Found {
                 line: node.line,
                 code: FindingCode::ToolDuplicateResult,
-                message: format!(
-                    "a second toolResult for tool call `{call_id}` on the same path (line {first_line} answered it first): \
-                     a provider rejects a second result for one call id"
-                ),
+                about: About::DuplicateResult { call_id, first_line },
             });
         }
-        let call_depth = tree.depth[answer.call];
+        let call_depth = walk.depth[answer.call];
         let mut current = find_live(tree.parent[index], &live, &mut next_up);
-        while current != NONE && tree.depth[current] > call_depth {
-            let between = &nodes[current];
-            findings.push(SessionFinding {
-                line: between.line,
+        while current != NONE && walk.depth[current] > call_depth {
+            found.push(Found {
+                line: tree.nodes[current].line,
                 code: FindingCode::ToolInterleavedEntry,
-                message: format!(
-                    "`{}` entry `{}` sits between tool call `{call_id}` and its result on line {}",
-                    between.record.kind().unwrap_or("?"),
-                    between.id,
-                    node.line
-                ),
+                about: About::Interleaved {
+                    node: current,
+                    call_id,
+                    result_line: node.line,
+                },
             });
             live[current] = false;
             current = find_live(tree.parent[current], &live, &mut next_up);
         }
     }
 }
-
-/// No node: above a root, or outside the tree.
-const NONE: usize = usize::MAX;
 
 /// The nearest live node at or above `start`, compressing the path walked.
 fn find_live(start: usize, live: &[bool], next_up: &mut [usize]) -> usize {
@@ -479,107 +780,158 @@ struct Answer {
     earlier_result_line: Option<usize>,
 }
 
-/// The parent tree of the entries (first entry of each id; nothing in or below a cycle) with,
-/// per tool result, what answers it.
-struct ToolTree {
-    parent: Vec<usize>,
+/// The depth-first walk of the parent tree (nothing in or below a cycle): every node's depth
+/// and, per tool result, what answers it.
+struct ToolWalk {
     depth: Vec<usize>,
     answers: Vec<Option<Answer>>,
 }
 
-impl ToolTree {
-    fn new(nodes: &[Node], nodes_by_id: &BTreeMap<&str, &Node>) -> ToolTree {
-        let count = nodes.len();
-        let index_by_id: BTreeMap<&str, usize> = {
-            let mut map = BTreeMap::new();
-            for (index, node) in nodes.iter().enumerate() {
-                map.entry(node.id).or_insert(index);
-            }
-            map
-        };
-        debug_assert_eq!(index_by_id.len(), nodes_by_id.len());
-        let parent: Vec<usize> = nodes
-            .iter()
-            .map(|node| {
-                node.parent_id
-                    .and_then(|parent_id| index_by_id.get(parent_id).copied())
-                    .unwrap_or(NONE)
-            })
-            .collect();
-        // 0 unknown, 1 on the walk, 2 reaches a root, 3 reaches a cycle.
-        let mut state = vec![0u8; count];
+impl ToolWalk {
+    fn new(tree: &Tree) -> ToolWalk {
+        let count = tree.nodes.len();
+        let parent = &tree.parent;
+        // Which nodes reach a root: the others are in or below a cycle.
+        const UNKNOWN: u8 = 0;
+        const ON_WALK: u8 = 1;
+        const REACHES_ROOT: u8 = 2;
+        const REACHES_CYCLE: u8 = 3;
+        let mut state = vec![UNKNOWN; count];
         let mut walk = Vec::new();
         for start in 0..count {
             let mut current = start;
-            while current != NONE && state[current] == 0 {
-                state[current] = 1;
+            while current != NONE && state[current] == UNKNOWN {
+                state[current] = ON_WALK;
                 walk.push(current);
                 current = parent[current];
             }
-            let ends_in_cycle = current != NONE && matches!(state[current], 1 | 3);
+            let ends_in_cycle = current != NONE && matches!(state[current], ON_WALK | REACHES_CYCLE);
             for node in walk.drain(..) {
-                state[node] = if ends_in_cycle { 3 } else { 2 };
+                state[node] = if ends_in_cycle { REACHES_CYCLE } else { REACHES_ROOT };
             }
         }
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); count];
+        // The children of every node that reaches a root, in file order, packed in one list.
+        let mut child_start = vec![0usize; count + 1];
         let mut roots = Vec::new();
         for index in 0..count {
-            if state[index] != 2 {
+            if state[index] != REACHES_ROOT {
                 continue;
             }
             match parent[index] {
                 NONE => roots.push(index),
-                up => children[up].push(index),
+                up => child_start[up + 1] += 1,
             }
         }
-        let mut tree = ToolTree {
-            parent,
+        for index in 0..count {
+            child_start[index + 1] += child_start[index];
+        }
+        let mut children = vec![0usize; child_start[count]];
+        let mut filled = child_start.clone();
+        for index in 0..count {
+            if state[index] == REACHES_ROOT && parent[index] != NONE {
+                let up = parent[index];
+                children[filled[up]] = index;
+                filled[up] += 1;
+            }
+        }
+        drop(filled);
+        drop(state);
+        let mut walk = ToolWalk {
             depth: vec![0; count],
             answers: (0..count).map(|_| None).collect(),
         };
-        // Per call id, the open calls on the current path: (node, line of the first result).
-        let mut open_calls: BTreeMap<&str, Vec<(usize, Option<usize>)>> = BTreeMap::new();
+        // The open calls on the current path, innermost last, and per call id its innermost one.
+        let mut open_calls = OpenCalls::default();
         // (node, entered): a node is entered, its children walked, then it is left.
         let mut stack: Vec<(usize, bool)> = roots.iter().rev().map(|root| (*root, false)).collect();
         while let Some((index, entered)) = stack.pop() {
-            let node = &nodes[index];
+            let node = &tree.nodes[index];
             if entered {
-                for call_id in tool_call_ids(node.record) {
-                    if let Some(frames) = open_calls.get_mut(call_id) {
-                        frames.pop();
-                    }
+                for _ in tree.tool_call_ids(index) {
+                    open_calls.close();
                 }
-                if let (Some(call_id), Some(answer)) = (tool_result_call_id(node.record), &tree.answers[index]) {
+                if let (true, Some(answer)) = (node.result_call_id != NONE, &walk.answers[index]) {
                     if answer.earlier_result_line.is_none() {
-                        if let Some(frame) = open_calls.get_mut(call_id).and_then(|frames| frames.last_mut()) {
-                            frame.1 = None;
+                        if let Some(call) = open_calls.innermost(node.result_call_id) {
+                            call.first_result_line = None;
                         }
                     }
                 }
                 continue;
             }
-            tree.depth[index] = match tree.parent[index] {
+            walk.depth[index] = match parent[index] {
                 NONE => 0,
-                up => tree.depth[up] + 1,
+                up => walk.depth[up] + 1,
             };
-            if let Some(call_id) = tool_result_call_id(node.record) {
-                if let Some(frame) = open_calls.get_mut(call_id).and_then(|frames| frames.last_mut()) {
-                    let earlier_result_line = frame.1;
-                    if earlier_result_line.is_none() {
-                        frame.1 = Some(node.line);
-                    }
-                    tree.answers[index] = Some(Answer {
-                        call: frame.0,
-                        earlier_result_line,
-                    });
+            if let Some(call) = open_calls.innermost(node.result_call_id) {
+                let earlier_result_line = call.first_result_line;
+                if earlier_result_line.is_none() {
+                    call.first_result_line = Some(node.line);
                 }
+                walk.answers[index] = Some(Answer {
+                    call: call.node,
+                    earlier_result_line,
+                });
             }
-            for call_id in tool_call_ids(node.record) {
-                open_calls.entry(call_id).or_default().push((index, None));
+            for call_id in tree.tool_call_ids(index) {
+                open_calls.open(*call_id, index);
             }
             stack.push((index, true));
-            stack.extend(children[index].iter().rev().map(|child| (*child, false)));
+            stack.extend(
+                children[child_start[index]..child_start[index + 1]]
+                    .iter()
+                    .rev()
+                    .map(|child| (*child, false)),
+            );
         }
-        tree
+        walk
+    }
+}
+
+/// A tool call open on the path the walk is on.
+struct OpenCall {
+    call_id: usize,
+    /// The node that made it.
+    node: usize,
+    /// The line of the first result below it on the path, once there is one.
+    first_result_line: Option<usize>,
+    /// The next call of the same id further out, or `NONE`.
+    outer: usize,
+}
+
+/// The open calls of the walk's path: one stack (calls close in the reverse order they open),
+/// and per call id the innermost open one.
+#[derive(Default)]
+struct OpenCalls {
+    calls: Vec<OpenCall>,
+    innermost_by_id: HashMap<usize, usize>,
+}
+
+impl OpenCalls {
+    fn open(&mut self, call_id: usize, node: usize) {
+        let outer = self.innermost_by_id.insert(call_id, self.calls.len()).unwrap_or(NONE);
+        self.calls.push(OpenCall {
+            call_id,
+            node,
+            first_result_line: None,
+            outer,
+        });
+    }
+
+    /// Closes the innermost open call.
+    fn close(&mut self) {
+        let Some(call) = self.calls.pop() else {
+            return;
+        };
+        match call.outer {
+            NONE => self.innermost_by_id.remove(&call.call_id),
+            outer => self.innermost_by_id.insert(call.call_id, outer),
+        };
+    }
+
+    /// The innermost open call of `call_id` (none for `NONE`, which is no call id).
+    fn innermost(&mut self, call_id: usize) -> Option<&mut OpenCall> {
+        let position = *self.innermost_by_id.get(&call_id)?;
+        self.calls.get_mut(position)
     }
 }

@@ -7,40 +7,32 @@
 //! is a write cut short by a crash: a [`TornTail`]. It is reported, kept out of the session, and
 //! cut off before the next append, never merged with it.
 //!
-//! Parsing rejects what is not a session file at all ([`SessionFileError`]: not UTF-8, not JSON,
-//! a line over the byte limit, no Pi record anywhere, empty) and accepts everything else as raw
-//! JSON, however broken the tree: judging a session is `store::check`'s business. A lone
-//! surrogate escape (`"\ud800"`, which JavaScript's `JSON.stringify` writes for half of a split
-//! emoji) is read as U+FFFD rather than refused, so real Pi files can be judged. Lines are read
-//! through a bounded reader, so a huge line is measured and rejected without being held whole.
+//! Reading (`read_session`, behind [`parse_session_from`] and `check::check_session_from`)
+//! rejects what is not a session file at all ([`SessionFileError`]: not UTF-8, not JSON, a line
+//! over the byte limit, no Pi record anywhere, empty) and accepts everything else as raw JSON,
+//! however broken the tree: judging a session is `store::check`'s business. A lone surrogate
+//! escape (`"\ud800"`, which JavaScript's `JSON.stringify` writes for half of a split emoji) is
+//! read as U+FFFD rather than refused, so real Pi files can be judged. Lines are read through a
+//! bounded reader, one at a time, so a huge line is measured and rejected without being held
+//! whole, and a caller that keeps only each line's facts holds none of the file's text.
 //! Nothing here panics on any input.
 
 use std::io::{self, BufRead};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{SessionEntry, SessionHeader};
 
 use super::disk::Disk;
+use super::facts::LineFacts;
+pub use super::facts::PI_ENTRY_TYPES;
 
 /// The longest line accepted by default: 16 MiB (a message with a large tool result fits).
 pub const LINE_BYTES_MAX_DEFAULT: usize = 16 * 1024 * 1024;
-
-/// The entry `type`s Pi 0.73 writes.
-pub const PI_ENTRY_TYPES: [&str; 9] = [
-    "message",
-    "compaction",
-    "branch_summary",
-    "model_change",
-    "thinking_level_change",
-    "custom",
-    "custom_message",
-    "label",
-    "session_info",
-];
 
 /// Bounds on what parsing accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,16 +143,79 @@ pub fn parse_session(bytes: &[u8], limits: Limits) -> Result<ParsedSession, Sess
 
 /// Parses a session file from a reader, holding at most `limits.line_bytes_max` bytes of any
 /// one line.
-pub fn parse_session_from(mut reader: impl BufRead, limits: Limits) -> Result<ParsedSession, SessionFileError> {
+pub fn parse_session_from(reader: impl BufRead, limits: Limits) -> Result<ParsedSession, SessionFileError> {
     let mut parsed = ParsedSession {
         header: None,
         records: Vec::new(),
         torn: None,
     };
+    parsed.torn = read_session(reader, limits, Keep::Values, |line| {
+        let record = Record {
+            line: line.line,
+            // Every line's value is kept under `Keep::Values`.
+            value: line.value.unwrap_or(Value::Null),
+            bytes: line.bytes,
+        };
+        if line.is_header {
+            parsed.header = Some(record);
+        } else {
+            parsed.records.push(record);
+        }
+    })?;
+    Ok(parsed)
+}
+
+/// Whether a JSON value looks like a line Pi writes: the header, an entry of a known type, or an
+/// entry of a type Pi may add later (a string `type` with an `id` and a `parentId`).
+pub fn is_pi_record(value: &Value) -> bool {
+    LineFacts::of_value(value).is_pi_record()
+}
+
+/// What [`read_session`] keeps of each line besides its [`LineFacts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The whole JSON value of every line.
+    Values,
+    /// Only the header's value (line 1, when it is a `session` record): the text of the other
+    /// lines is dropped as soon as their facts are read.
+    Facts,
+}
+
+/// One complete, non-blank line of a session file, read.
+pub(crate) struct ReadLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Where the line's bytes are in the file, without its newline.
+    pub bytes: Range<u64>,
+    pub facts: LineFacts,
+    /// The line's value, under [`Keep::Values`] or when the line is the header.
+    pub value: Option<Value>,
+    /// Line 1 and a `{"type":"session"}` object.
+    pub is_header: bool,
+}
+
+/// Reads a session file line by line, handing each complete, non-blank line to `each` as soon
+/// as it is read, and decides what is not a session file at all; returns the torn last line.
+///
+/// It holds one line at a time (at most `limits.line_bytes_max` bytes of it), so what the
+/// caller keeps is all the memory a file costs. A torn last line is judged only when it is all
+/// the file holds: then it is the only evidence of what kind of file this is.
+pub(crate) fn read_session(
+    mut reader: impl BufRead,
+    limits: Limits,
+    keep: Keep,
+    mut each: impl FnMut(ReadLine),
+) -> Result<Option<TornTail>, SessionFileError> {
     let mut line_bytes = Vec::new();
     let mut offset: u64 = 0;
     let mut line: usize = 0;
     let mut first_content_line: Option<usize> = None;
+    let mut torn = None;
+    let mut header_seen = false;
+    // For a file without a header: the first record's line and what it is, and whether any
+    // record is one Pi writes.
+    let mut first_record: Option<(usize, String)> = None;
+    let mut pi_record_seen = false;
     loop {
         let read = read_line_bounded(&mut reader, limits.line_bytes_max, &mut line_bytes).map_err(|error| {
             SessionFileError::Read {
@@ -181,88 +236,66 @@ pub fn parse_session_from(mut reader: impl BufRead, limits: Limits) -> Result<Pa
         line += 1;
         let start = offset;
         offset += size + u64::from(terminated);
+        let blank = line_bytes.iter().all(u8::is_ascii_whitespace);
         if !terminated {
-            // A tail cut short is judged only when it is all the file holds: then it is the only
-            // evidence of what kind of file this is.
-            parsed.torn = Some(TornTail {
+            torn = Some(TornTail {
                 line,
                 offset: start,
                 bytes: size,
             });
-            let blank = line_bytes.iter().all(u8::is_ascii_whitespace);
             if first_content_line.is_none() && !blank {
-                let value = parse_line(&line_bytes, line, true)?;
-                reject_unless_pi([(line, &value)])?;
+                let facts: LineFacts = parse_line(&line_bytes, line, true)?;
+                if !facts.is_pi_record() {
+                    return Err(SessionFileError::NotPiSession {
+                        line,
+                        reason: facts.not_pi_reason(),
+                    });
+                }
                 first_content_line = Some(line);
             }
             break;
         }
-        if line_bytes.iter().all(u8::is_ascii_whitespace) {
+        if blank {
             continue;
         }
-        let value = parse_line(&line_bytes, line, first_content_line.is_none())?;
-        first_content_line.get_or_insert(line);
-        let record = Record {
-            line,
-            value,
-            bytes: start..start + size,
-        };
-        if line == 1 && record.kind() == Some("session") {
-            parsed.header = Some(record);
+        let first = first_content_line.is_none();
+        let (facts, value) = if keep == Keep::Values || line == 1 {
+            let value: Value = parse_line(&line_bytes, line, first)?;
+            (LineFacts::of_value(&value), Some(value))
         } else {
-            parsed.records.push(record);
+            (parse_line::<LineFacts>(&line_bytes, line, first)?, None)
+        };
+        first_content_line.get_or_insert(line);
+        let is_header = line == 1 && facts.kind() == Some("session");
+        if is_header {
+            header_seen = true;
+        } else {
+            pi_record_seen |= facts.is_pi_record();
+            if first_record.is_none() {
+                first_record = Some((line, facts.not_pi_reason()));
+            }
         }
+        let value = if keep == Keep::Values || is_header { value } else { None };
+        each(ReadLine {
+            line,
+            bytes: start..start + size,
+            facts,
+            value,
+            is_header,
+        });
     }
     if first_content_line.is_none() {
         return Err(SessionFileError::Empty);
     }
-    if parsed.header.is_none() && !parsed.records.is_empty() {
-        reject_unless_pi(parsed.records.iter().map(|record| (record.line, &record.value)))?;
+    if let (false, false, Some((line, reason))) = (header_seen, pi_record_seen, first_record) {
+        return Err(SessionFileError::NotPiSession { line, reason });
     }
-    Ok(parsed)
-}
-
-/// Whether a JSON value looks like a line Pi writes: the header, an entry of a known type, or an
-/// entry of a type Pi may add later (a string `type` with an `id` and a `parentId`).
-pub fn is_pi_record(value: &Value) -> bool {
-    let Some(object) = value.as_object() else {
-        return false;
-    };
-    match object.get("type").and_then(Value::as_str) {
-        Some("session") => true,
-        Some(kind) if PI_ENTRY_TYPES.contains(&kind) => true,
-        Some(_) => object.get("id").is_some_and(Value::is_string) && object.contains_key("parentId"),
-        None => false,
-    }
-}
-
-/// `Err(NotPiSession)` naming the first line when none of `lines` is a Pi record.
-fn reject_unless_pi<'a>(lines: impl IntoIterator<Item = (usize, &'a Value)>) -> Result<(), SessionFileError> {
-    let mut first = None;
-    for (line, value) in lines {
-        if is_pi_record(value) {
-            return Ok(());
-        }
-        first.get_or_insert((line, value));
-    }
-    let Some((line, value)) = first else {
-        return Err(SessionFileError::Empty);
-    };
-    let reason = match value {
-        Value::Object(object) => match object.get("type") {
-            Some(Value::String(kind)) => format!("an object of unknown type `{kind}` without `id` and `parentId`"),
-            Some(_) => "an object whose `type` is not a string".to_string(),
-            None => "an object without a `type` field".to_string(),
-        },
-        Value::Array(_) => "a JSON array, not an object".to_string(),
-        _ => "a JSON scalar, not an object".to_string(),
-    };
-    Err(SessionFileError::NotPiSession { line, reason })
+    Ok(torn)
 }
 
 /// One line as JSON. On the file's first content line, an unfinished `{` or `[` is a JSON
 /// document spread over several lines (a package.json), reported as not a Pi session.
-fn parse_line(bytes: &[u8], line: usize, first_content_line: bool) -> Result<Value, SessionFileError> {
+fn parse_line<T: DeserializeOwned>(bytes: &[u8], line: usize, first_content_line: bool) -> Result<T, SessionFileError> {
     let text = std::str::from_utf8(bytes).map_err(|error| SessionFileError::NotUtf8 {
         line,
         column: error.valid_up_to() + 1,

@@ -1,6 +1,8 @@
 //! The store's own tests: parsing edge cases, `FileStore` on the real disk in a temporary
-//! folder, and `FileStore` on turmoil's disk across a crash. The checker's findings are tested
-//! through the command line on fixture files (tests/kit/check_session.rs).
+//! folder, and `FileStore` on turmoil's disk across a crash; a line's facts read from its text
+//! agree with those of its parsed value, and a file checked as it streams with the same file
+//! parsed whole. The checker's findings are tested through the command line on fixture files
+//! (tests/kit/check_session.rs).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -490,6 +492,96 @@ fn generated_line(kind: u8, id: u8, parent: u8, call: u8) -> String {
         5 => format!("{{\"type\":\"message\",\"parentId\":{parent}}}"),
         6 => "[1,{\"type\":2}]".to_string(),
         _ => format!("{{\"type\":\"bookmark\",{identity}}}"),
+    }
+}
+
+/// `text` read as a whole `Value` and as [`LineFacts`]: both accepted with the same facts, or
+/// both refused with the same error.
+fn assert_facts_agree_with_the_value(text: &str) {
+    let value = serde_json::from_str::<serde_json::Value>(text);
+    let facts = serde_json::from_str::<LineFacts>(text);
+    match (value, facts) {
+        (Ok(value), Ok(facts)) => assert_eq!(LineFacts::of_value(&value), facts, "{text}"),
+        (Err(value), Err(facts)) => assert_eq!(value.to_string(), facts.to_string(), "{text}"),
+        (value, facts) => panic!("{text}: the value gives {value:?}, the facts {facts:?}"),
+    }
+}
+
+#[test]
+fn a_lines_facts_are_those_of_its_value_even_where_a_value_is_strict() {
+    let deep = format!(
+        "{{\"type\":\"custom\",\"data\":{}1{}}}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    for text in [
+        // A number too large for an f64 in a field the checks skip: refused, as by a Value.
+        r#"{"type":"custom","id":"a","parentId":null,"data":1e999}"#,
+        // Nested past serde_json's limit in a skipped field.
+        deep.as_str(),
+        // A repeated key counts by its last value.
+        r#"{"type":"message","id":"a","parentId":null,"id":"b","message":{"role":"toolResult","toolCallId":"c","role":"assistant","content":[{"type":"toolCall","id":"d","type":"text"},{"type":"toolCall","id":"e"}]}}"#,
+        r#"{"type":"message","id":"a","parentId":null,"message":{"role":"assistant","content":[{"type":"toolCall","id":"c"}]},"message":"gone"}"#,
+        // Escapes, a lone surrogate (refused here; `parse_line` repairs it), a control character.
+        r#"{"type":"message","id":"\u0061","parentId":"\ud83d\ude00","message":{"role":"user"}}"#,
+        r#"{"type":"label","id":"a","parentId":null,"label":"\ud800"}"#,
+        "{\"type\":\"label\",\"id\":\"a\",\"label\":\"\u{1}\"}",
+        // Shapes the checks refuse or do not look into.
+        r#"[1,{"type":2}]"#,
+        r#""session""#,
+        "null",
+        r#"{"type":null,"id":3,"parentId":[]}"#,
+        r#"{"type":"message","id":"a","parentId":null,"message":{"role":"assistant","content":"text"}}"#,
+        r#"{"type":"message","id":"a","parentId":null,"message":[1]}"#,
+        // Not JSON at all, cut short, trailing text.
+        r#"{"type":"message","id":"a""#,
+        r#"{"type":"message"} x"#,
+        "",
+    ] {
+        assert_facts_agree_with_the_value(text);
+    }
+}
+
+proptest::proptest! {
+    /// Any generated line, whole or cut short at any byte, gives the same facts or the same
+    /// error read either way.
+    #[test]
+    fn facts_read_from_any_line_agree_with_its_value(
+        kind in 0u8..8, id in 0u8..5, parent in 0u8..6, call in 0u8..3, cut in 0usize..400,
+    ) {
+        let line = generated_line(kind, id, parent, call);
+        assert_facts_agree_with_the_value(&line);
+        let cut = cut.min(line.len());
+        assert_facts_agree_with_the_value(&line[..cut]);
+    }
+
+    /// A file checked as it streams gives exactly what the same file parsed whole gives: the
+    /// same findings and records, or the same error.
+    #[test]
+    fn checking_a_stream_agrees_with_checking_the_parsed_file(
+        lines in proptest::collection::vec((0u8..8, 0u8..5, 0u8..6, 0u8..3), 0..12),
+        blank in proptest::collection::vec(proptest::prelude::any::<bool>(), 12),
+        tail in 0usize..40,
+    ) {
+        let mut text = String::new();
+        for (index, (kind, id, parent, call)) in lines.iter().enumerate() {
+            if blank[index] && index % 3 == 0 {
+                text.push_str("  \n");
+            }
+            text.push_str(&generated_line(*kind, *id, *parent, *call));
+            text.push('\n');
+        }
+        text.push_str(&generated_line(2, 0, 5, 0)[..tail]);
+        let streamed = check_session_from(text.as_bytes(), Limits::default());
+        match parse_session(text.as_bytes(), Limits::default()) {
+            Ok(parsed) => {
+                let streamed = streamed.expect("the stream is a session file too");
+                let records = parsed.records.len() + usize::from(parsed.header.is_some());
+                proptest::prop_assert_eq!(streamed.records(), records);
+                proptest::prop_assert_eq!(streamed.findings().collect::<Vec<_>>(), check_session(&parsed));
+            }
+            Err(error) => proptest::prop_assert_eq!(streamed.err(), Some(error)),
+        }
     }
 }
 

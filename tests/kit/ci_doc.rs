@@ -10,6 +10,8 @@ const VARIABLES: &[(&str, &str)] = &[
     ("CI_NODE_INDEX", "2"),
     ("CI_NODE_TOTAL", "4"),
     ("ADAPTER", "node adapters/pi/adapter.mjs"),
+    ("SCENARIOS", "scenarios/"),
+    ("SEEDS", "2000"),
 ];
 
 /// The `agentsim` commands in the fenced code blocks, continuation lines joined, each cut at
