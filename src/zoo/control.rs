@@ -78,3 +78,26 @@ impl Bug for MaxStepsOffByOne {
         Ok(())
     }
 }
+
+/// A run result counts its steps from one (the loop's counter is read after its last
+/// increment): `steps` is one more than the model requests the run made.
+#[derive(Default)]
+pub(crate) struct StepsCountedFromOne;
+
+impl Bug for StepsCountedFromOne {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        match effect {
+            Effect::Settled {
+                op,
+                settlement: Settlement::Resolved(OpValue::Run(mut result)),
+            } => {
+                result.steps += 1;
+                seam.emit(Effect::Settled {
+                    op,
+                    settlement: Settlement::Resolved(OpValue::Run(result)),
+                });
+            }
+            effect => seam.emit(effect),
+        }
+    }
+}

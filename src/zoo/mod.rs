@@ -190,6 +190,16 @@ zoo! {
     ObserverErrorRejectsPrompt = "observer-error-rejects-prompt", canonical, || Box::<observers::ObserverErrorRejectsPrompt>::default();
     /// `agent_end` handlers are registered to fire once: observers hear only the first run end.
     AgentEndToldOnce = "agent-end-told-once", canonical, || Box::<observers::AgentEndToldOnce>::default();
+    /// `agent_end` carries the whole transcript, restored history included (oh-my-pi's).
+    AgentEndCarriesTranscript = "agent-end-carries-transcript", canonical, || Box::<observers::AgentEndCarriesTranscript>::default();
+    /// `turn_end` carries no tool results (aelix's hook event).
+    TurnEndDropsToolResults = "turn-end-drops-tool-results", canonical, || Box::<observers::TurnEndDropsToolResults>::default();
+    /// A run result's `steps` is one more than the model requests the run made.
+    StepsCountedFromOne = "steps-counted-from-one", canonical, || Box::<control::StepsCountedFromOne>::default();
+    /// The hooks are handed the call under a namespaced tool name, not the model's.
+    HookSeesNamespacedToolName = "hook-sees-namespaced-tool-name", canonical, || Box::<wiring::HookSeesNamespacedToolName>::default();
+    /// The restore reports the session's last entry as its leaf, whatever leaf was chosen.
+    StartedLeafIsLastEntry = "started-leaf-is-last-entry", canonical, || Box::<restore::StartedLeafIsLastEntry>::default();
     /// The abort is wired to the agent only between tool rounds: while an after hook runs, it
     /// is dropped.
     AbortLostDuringAfterHook = "abort-lost-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Abort, window::Window::AfterHook));

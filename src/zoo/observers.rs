@@ -91,3 +91,53 @@ impl Bug for AgentEndToldOnce {
         seam.emit(effect);
     }
 }
+
+/// The extension host tells of a run's end with the whole transcript, the restored history and
+/// earlier runs included, instead of the run's own messages (oh-my-pi's extension `agent_end`).
+#[derive(Default)]
+pub(crate) struct AgentEndCarriesTranscript;
+
+impl Bug for AgentEndCarriesTranscript {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        match effect {
+            Effect::Notify {
+                effect,
+                observer,
+                event: ObservedEvent::AgentEnd { messages },
+            } => {
+                let transcript = seam.watch().persisted.iter().cloned().chain(messages).collect();
+                seam.emit(Effect::Notify {
+                    effect,
+                    observer,
+                    event: ObservedEvent::AgentEnd { messages: transcript },
+                });
+            }
+            effect => seam.emit(effect),
+        }
+    }
+}
+
+/// The extension host tells of a turn's end without its tool results (aelix's hook event
+/// carries the message only).
+#[derive(Default)]
+pub(crate) struct TurnEndDropsToolResults;
+
+impl Bug for TurnEndDropsToolResults {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        match effect {
+            Effect::Notify {
+                effect,
+                observer,
+                event: ObservedEvent::TurnEnd { message, .. },
+            } => seam.emit(Effect::Notify {
+                effect,
+                observer,
+                event: ObservedEvent::TurnEnd {
+                    message,
+                    tool_results: Vec::new(),
+                },
+            }),
+            effect => seam.emit(effect),
+        }
+    }
+}

@@ -198,3 +198,21 @@ impl Bug for NullLeafAlwaysRejected {
         }
     }
 }
+
+/// The restore reports the session file's last entry as the leaf it resumed at, whatever leaf
+/// was chosen (the transcript itself is the chosen branch's).
+#[derive(Default)]
+pub(crate) struct StartedLeafIsLastEntry;
+
+impl Bug for StartedLeafIsLastEntry {
+    fn restored(&mut self, started: Result<Restored, Cause>, facts: &Facts) -> Result<Restored, Cause> {
+        started.map(|restored| Restored {
+            leaf: facts
+                .session
+                .last()
+                .map(|entry| entry.id.clone())
+                .or(restored.leaf.clone()),
+            ..restored
+        })
+    }
+}

@@ -147,3 +147,32 @@ impl Bug for ResourceHeaderOnEmptyCatalog {
         });
     }
 }
+
+/// The extension host hands its hooks the call under a namespaced tool name (`functions.NAME`,
+/// as a provider's tool registry spells it), not the name the model called.
+#[derive(Default)]
+pub(crate) struct HookSeesNamespacedToolName;
+
+impl Bug for HookSeesNamespacedToolName {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        match effect {
+            Effect::Hook {
+                effect,
+                extension,
+                phase,
+                mut call,
+                result,
+            } => {
+                call.name = format!("functions.{}", call.name);
+                seam.emit(Effect::Hook {
+                    effect,
+                    extension,
+                    phase,
+                    call,
+                    result,
+                });
+            }
+            effect => seam.emit(effect),
+        }
+    }
+}
