@@ -8,6 +8,10 @@
 //!
 //! The scenario's own expectations describe the canonical schedule only; here the rules alone
 //! judge (outcomes that depend on the schedule are invariants, not one exact trace).
+//!
+//! One file, one concept: running many schedules of a corpus and tallying them (per-scenario
+//! workers, the ways a schedule is chosen, the summary they fill, coverage counts included);
+//! shrinking lives in `shrink.rs`, the zoo's hunt in `cli/explore.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,4 +1,8 @@
 //! `agentsim explore` and `agentsim mutants`: many schedules per scenario, and the bug zoo.
+//!
+//! One file: the two commands share their arguments, their corpus loading and their summary
+//! rendering; the coverage table and the interleaving matrix are rendered here because only
+//! `explore --coverage` prints them.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -14,6 +14,9 @@
 //! for an event, `data-rule` on violation marks, `#first-divergence` with `data-line`, and
 //! `#replay-command`. This module renders; it never runs a case itself except in
 //! [`write_explore_pages`], which re-runs a failing schedule to get its trace.
+//!
+//! One file: the case page's renderer and the data it embeds are one format, kept in step by
+//! the page's script (`lanes.rs`, `rules.rs`, `tree.rs` and `dashboard.rs` hold the rest).
 
 pub mod dashboard;
 pub mod lanes;

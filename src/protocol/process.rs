@@ -12,6 +12,9 @@
 //! no adapter starts.
 //!
 //! This module knows pipes, processes and time; it knows nothing of the protocol's messages.
+//!
+//! One file, one concept: an adapter process's life, from spawn to reap, with the registry
+//! that lets a signal end them all.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -19,6 +19,7 @@ pub mod check;
 pub mod disk;
 pub mod facts;
 pub mod file;
+mod tool_calls;
 
 #[cfg(test)]
 mod tests;
