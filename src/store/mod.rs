@@ -19,7 +19,6 @@ pub mod check;
 pub mod disk;
 pub mod facts;
 pub mod file;
-mod tool_calls;
 
 #[cfg(test)]
 mod tests;
