@@ -165,7 +165,8 @@ fn committed(timeline: &Timeline<'_>, op: crate::runtime::OpId) -> bool {
 /// carries the run's k-th response and the results, as stored, of that response's tool calls.
 fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let mut turns: Vec<(&str, crate::runtime::OpId, usize)> = Vec::new();
+    // Per (observer, run): the turn_ends told so far.
+    let mut turns: std::collections::BTreeMap<(&str, crate::runtime::OpId), usize> = Default::default();
     for info in &timeline.notifications {
         let Some(op) = info.op.filter(|op| committed(timeline, *op)) else {
             continue;
@@ -183,19 +184,9 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             )),
             ObservedEvent::TurnEnd { message, tool_results } => {
-                let index = match turns
-                    .iter_mut()
-                    .find(|(observer, of, _)| *observer == info.observer && *of == op)
-                {
-                    Some((_, _, count)) => {
-                        *count += 1;
-                        *count - 1
-                    }
-                    None => {
-                        turns.push((info.observer, op, 1));
-                        0
-                    }
-                };
+                let told = turns.entry((info.observer, op)).or_default();
+                let index = *told;
+                *told += 1;
                 let response = timeline
                     .requests_of(op)
                     .get(index)

@@ -15,6 +15,7 @@ use std::fmt;
 
 use crate::trace::Event;
 
+use super::situations::{open_at, queued_at};
 use super::timeline::{Line, Timeline};
 
 /// The operation kinds, in the order the matrix prints them.
@@ -131,6 +132,16 @@ pub enum Pair {
     Answer(AnswerOrder),
 }
 
+impl Pair {
+    /// Why the contract rules this pair out, when it does: it is shown, never owed.
+    pub fn excluded(&self) -> Option<&'static str> {
+        match self {
+            Pair::Answer(order) => order.excluded(),
+            Pair::Delivery { .. } => None,
+        }
+    }
+}
+
 impl fmt::Display for Pair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -156,11 +167,6 @@ pub fn pairs() -> Vec<Pair> {
 
 /// The number of pairs ([`pairs`]`().len()`).
 pub const PAIRS: usize = OPERATIONS.len() * InFlight::ALL.len() + AnswerOrder::ALL.len();
-
-/// Whether an effect issued at `issued` was still unanswered at `at`.
-fn open_at(issued: Line, answered: Option<Line>, at: Line) -> bool {
-    issued < at && answered.is_none_or(|answered| answered > at)
-}
 
 /// The in-flight states that hold at `at`.
 pub fn in_flight_at(timeline: &Timeline<'_>, at: Line) -> Vec<InFlight> {
@@ -225,10 +231,9 @@ pub fn in_flight_at(timeline: &Timeline<'_>, at: Line) -> Vec<InFlight> {
     {
         states.push(InFlight::Notification);
     }
-    if super::situations::queued_at(timeline, at) > 0 {
+    if queued_at(timeline, at) > 0 {
         states.push(InFlight::Queued);
     }
-    states.dedup();
     states
 }
 

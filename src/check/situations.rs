@@ -35,7 +35,7 @@ pub struct Situation {
 // ----- the state of a run at a line -----
 
 /// Whether an effect issued at `line` was still unanswered at `at`.
-fn open_at(issued: Line, answered: Option<Line>, at: Line) -> bool {
+pub(super) fn open_at(issued: Line, answered: Option<Line>, at: Line) -> bool {
     issued < at && answered.is_none_or(|answered| answered > at)
 }
 

@@ -21,7 +21,7 @@ use crate::scenario::Scenario;
 use crate::sim::{Restored, Subject, SubjectFailure};
 
 use super::convert::{effect_from_wire, effect_to_wire, settlement_from_wire};
-use super::shape::{Shape, Tagged, ADAPTER_MESSAGE, CONTENT_BLOCK_SHAPE};
+use super::shape::{Field, Shape, Tagged, ADAPTER_MESSAGE, CONTENT_BLOCK_SHAPE};
 use super::wire::AdapterMessage;
 
 /// Fields of the adapter's lines that no rule judges, each with the reason. The field coverage
@@ -197,29 +197,7 @@ fn walk_variants(tagged: &Tagged, path: &str, paths: &mut Vec<String>, depth: us
 
 /// Changes the field at `path` wherever `line` has it; whether anything changed.
 pub fn perturb(line: &mut Value, path: &str) -> bool {
-    let Some(rest) = path.strip_prefix('{') else {
-        return false;
-    };
-    let Some((variant, rest)) = rest.split_once('}') else {
-        return false;
-    };
-    if line.get(ADAPTER_MESSAGE.tag).and_then(Value::as_str) != Some(variant) {
-        return false;
-    }
-    let Some((_, record)) = ADAPTER_MESSAGE.variants.iter().find(|(name, _)| *name == variant) else {
-        return false;
-    };
-    let Some(rest) = rest.strip_prefix('.') else {
-        return false;
-    };
-    let (key, after) = split_key(rest);
-    let Some(field) = record.fields.iter().find(|field| field.name == key) else {
-        return false;
-    };
-    match line.get_mut(key) {
-        Some(value) => change(&field.shape, value, after),
-        None => false,
-    }
+    change(&Shape::Tagged(&ADAPTER_MESSAGE), line, path)
 }
 
 /// `key` and what follows it (`{variant}.…`, `[]…`, `.…` or nothing).
@@ -238,16 +216,7 @@ fn change(shape: &Shape, value: &mut Value, rest: &str) -> bool {
             Value::Array(_) => change_array(&CONTENT_BLOCK_SHAPE, value, rest),
             _ => false,
         },
-        Shape::Record(record) => {
-            let Some(rest) = rest.strip_prefix('.') else {
-                return false;
-            };
-            let (key, after) = split_key(rest);
-            match (record.fields.iter().find(|field| field.name == key), value.get_mut(key)) {
-                (Some(field), Some(inner)) => change(&field.shape, inner, after),
-                _ => false,
-            }
-        }
+        Shape::Record(record) => change_field(record.fields, value, rest),
         Shape::Tagged(tagged) => {
             let Some(rest) = rest.strip_prefix('{') else {
                 return false;
@@ -258,19 +227,25 @@ fn change(shape: &Shape, value: &mut Value, rest: &str) -> bool {
             if value.get(tagged.tag).and_then(Value::as_str) != Some(variant) {
                 return false;
             }
-            let Some((_, record)) = tagged.variants.iter().find(|(name, _)| *name == variant) else {
-                return false;
-            };
-            let Some(rest) = rest.strip_prefix('.') else {
-                return false;
-            };
-            let (key, after) = split_key(rest);
-            match (record.fields.iter().find(|field| field.name == key), value.get_mut(key)) {
-                (Some(field), Some(inner)) => change(&field.shape, inner, after),
-                _ => false,
+            match tagged.variants.iter().find(|(name, _)| *name == variant) {
+                Some((_, record)) => change_field(record.fields, value, rest),
+                None => false,
             }
         }
         leaf if rest.is_empty() => change_leaf(leaf, value),
+        _ => false,
+    }
+}
+
+/// Follows `.key` of `rest` into the object `value` (of these fields) and changes what the rest
+/// names there.
+fn change_field(fields: &[Field], value: &mut Value, rest: &str) -> bool {
+    let Some(rest) = rest.strip_prefix('.') else {
+        return false;
+    };
+    let (key, after) = split_key(rest);
+    match (fields.iter().find(|field| field.name == key), value.get_mut(key)) {
+        (Some(field), Some(inner)) => change(&field.shape, inner, after),
         _ => false,
     }
 }
@@ -352,35 +327,51 @@ impl<S: Subject> Perturbed<S> {
         }
     }
 
-    fn rewrite(&mut self, effect: Effect) -> Effect {
-        let Ok(mut line) = serde_json::to_value(effect_to_wire(&effect)) else {
-            return effect;
-        };
+    /// `message` with the field changed, when it has the field and the wire types can carry the
+    /// change.
+    fn rewrite(&mut self, message: AdapterMessage) -> Option<AdapterMessage> {
+        let mut line = serde_json::to_value(&message).ok()?;
         if !perturb(&mut line, &self.path) {
-            return effect;
+            return None;
         }
-        let rewritten = match serde_json::from_value::<AdapterMessage>(line) {
-            Ok(AdapterMessage::Effect { effect }) => effect_from_wire(effect),
-            Ok(AdapterMessage::Settled { op, settlement }) => Effect::Settled {
+        let rewritten = serde_json::from_value(line).ok()?;
+        self.changed += 1;
+        Some(rewritten)
+    }
+
+    fn rewrite_effect(&mut self, effect: Effect) -> Effect {
+        match self.rewrite(effect_to_wire(&effect)) {
+            Some(AdapterMessage::Effect { effect }) => effect_from_wire(effect),
+            Some(AdapterMessage::Settled { op, settlement }) => Effect::Settled {
                 op: crate::runtime::OpId(op),
                 settlement: settlement_from_wire(settlement),
             },
-            Ok(AdapterMessage::AbortSignal { signal }) => Effect::AbortSignal {
+            Some(AdapterMessage::AbortSignal { signal }) => Effect::AbortSignal {
                 signal: crate::runtime::SignalId(signal),
             },
-            _ => return effect,
-        };
-        self.changed += 1;
-        rewritten
+            _ => effect,
+        }
+    }
+}
+
+/// The line that reports a restore's outcome.
+fn restore_line(started: &Result<Restored, Cause>) -> AdapterMessage {
+    match started {
+        Ok(restored) => AdapterMessage::Started {
+            leaf: restored.leaf.clone(),
+            messages: restored.messages,
+        },
+        Err(cause) => AdapterMessage::RestoreFailed { cause: cause.into() },
     }
 }
 
 impl<S: Subject> Subject for Perturbed<S> {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
         let started = self.inner.start(scenario)?;
-        Ok(match started {
-            Ok(restored) => Ok(self.rewrite_started(restored)),
-            Err(cause) => Err(self.rewrite_cause(cause)),
+        Ok(match self.rewrite(restore_line(&started)) {
+            Some(AdapterMessage::Started { leaf, messages }) => Ok(Restored { leaf, messages }),
+            Some(AdapterMessage::RestoreFailed { cause }) => Err(cause.into()),
+            _ => started,
         })
     }
 
@@ -388,7 +379,7 @@ impl<S: Subject> Subject for Perturbed<S> {
         let from = effects.len();
         self.inner.deliver(input, effects)?;
         for effect in effects.iter_mut().skip(from) {
-            *effect = self.rewrite(effect.clone());
+            *effect = self.rewrite_effect(effect.clone());
         }
         Ok(())
     }
@@ -417,14 +408,9 @@ impl<S: Subject> Recorded<S> {
 impl<S: Subject> Subject for Recorded<S> {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
         let started = self.inner.start(scenario)?;
-        self.lines.push(match &started {
-            Ok(restored) => {
-                serde_json::json!({"type": "started", "leaf": restored.leaf, "messages": restored.messages})
-            }
-            Err(cause) => {
-                serde_json::json!({"type": "restore_failed", "cause": {"code": cause.code, "message": cause.message}})
-            }
-        });
+        if let Ok(line) = serde_json::to_value(restore_line(&started)) {
+            self.lines.push(line);
+        }
         Ok(started)
     }
 
@@ -441,34 +427,5 @@ impl<S: Subject> Subject for Recorded<S> {
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.inner.finish()
-    }
-}
-
-impl<S: Subject> Perturbed<S> {
-    fn rewrite_started(&mut self, restored: Restored) -> Restored {
-        let mut line = serde_json::json!({"type": "started", "leaf": restored.leaf, "messages": restored.messages});
-        if !perturb(&mut line, &self.path) {
-            return restored;
-        }
-        self.changed += 1;
-        Restored {
-            leaf: line["leaf"].as_str().map(str::to_string),
-            messages: line["messages"]
-                .as_u64()
-                .map_or(restored.messages, |count| count as usize),
-        }
-    }
-
-    fn rewrite_cause(&mut self, cause: Cause) -> Cause {
-        let mut line =
-            serde_json::json!({"type": "restore_failed", "cause": {"code": cause.code, "message": cause.message}});
-        if !perturb(&mut line, &self.path) {
-            return cause;
-        }
-        self.changed += 1;
-        Cause {
-            code: line["cause"]["code"].as_str().unwrap_or_default().to_string(),
-            message: line["cause"]["message"].as_str().unwrap_or_default().to_string(),
-        }
     }
 }

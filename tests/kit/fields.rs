@@ -142,3 +142,61 @@ fn every_wire_field_is_judged_or_listed_with_its_reason() {
         senders.iter().filter(|senders| senders.is_empty()).count()
     );
 }
+
+/// The clauses the field coverage added each bite by their own rule: changing the one field a
+/// clause reads, in the scenario named, makes that rule fire on the reference (whatever else
+/// fires with it).
+#[test]
+fn each_field_clause_bites_by_its_rule() {
+    let corpus = corpus();
+    let reference = Implementation::reference();
+    let clauses = [
+        (
+            "{started}.leaf",
+            "lab13/lab13-1-1d-non-empty-session-with-leaf-path-to",
+            "RESTORE-4",
+        ),
+        ("{effect}.effect{tool_call}.call.name", "wiring/walkthrough", "WIRE-4"),
+        ("{effect}.effect{hook}.call.name", "wiring/walkthrough", "WIRE-4"),
+        (
+            "{effect}.effect{hook}.result.toolCallId",
+            "wiring/walkthrough",
+            "WIRE-4",
+        ),
+        ("{effect}.effect{hook}.result.toolName", "wiring/walkthrough", "WIRE-4"),
+        (
+            "{settled}.settlement{resolved}.value{run}.steps",
+            "wiring/walkthrough",
+            "AGENT-1",
+        ),
+        (
+            "{effect}.effect{notify}.event{turn_end}.toolResults",
+            "observers/slow-observer-changes-nothing",
+            "OBSERVE-2",
+        ),
+        (
+            "{effect}.effect{notify}.event{turn_end}.message{assistant}.content",
+            "observers/slow-observer-changes-nothing",
+            "OBSERVE-2",
+        ),
+        (
+            "{effect}.effect{notify}.event{agent_end}.messages",
+            "observers/slow-observer-changes-nothing",
+            "OBSERVE-2",
+        ),
+    ];
+    for (path, name, rule) in clauses {
+        let loaded = corpus
+            .iter()
+            .find(|loaded| loaded.name == name)
+            .unwrap_or_else(|| panic!("no scenario {name}"));
+        let mut subject = Perturbed::new(reference.subject(), path);
+        let case = run_case_on(loaded, StrategyKind::Scripted, 0, &reference, &mut subject);
+        assert!(subject.changed > 0, "{name} sends no {path}");
+        assert!(
+            case.violations.iter().any(|violation| violation.rule == rule),
+            "changing {path} in {name} does not fire {rule}: {:?}",
+            case.violations
+        );
+    }
+}

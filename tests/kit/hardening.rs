@@ -810,27 +810,15 @@ fn assert_judged(report: &suite::CaseReport, file: &Path, bytes: &[u8], what: &s
 /// refused known message names where it departs from its shape. Returns the answer's code
 /// (`ok` for a message).
 fn assert_line_answer(text: &str, what: &str) -> &'static str {
-    use agentsim::protocol::wire::{parse_adapter_line, to_line, LineError};
+    use agentsim::protocol::wire::{parse_adapter_line, to_line, LineError, ADAPTER_MESSAGE_TYPES};
     let expected = match serde_json::from_str::<serde_json::Value>(text) {
         Err(_) => Some("wire.garbage"),
         Ok(value) => match value.as_object() {
             None => Some("wire.garbage"),
-            Some(object) => {
-                let known = [
-                    "hello",
-                    "started",
-                    "restore_failed",
-                    "effect",
-                    "abort_signal",
-                    "settled",
-                    "idle",
-                    "error",
-                ];
-                match object.get("type").and_then(serde_json::Value::as_str) {
-                    Some(name) if known.contains(&name) => None,
-                    _ => Some("wire.unknown_type"),
-                }
-            }
+            Some(object) => match object.get("type").and_then(serde_json::Value::as_str) {
+                Some(name) if ADAPTER_MESSAGE_TYPES.contains(&name) => None,
+                _ => Some("wire.unknown_type"),
+            },
         },
     };
     match parse_adapter_line(text) {
