@@ -338,7 +338,9 @@ impl ExternalSubject {
                 | AdapterMessage::Error { .. }),
             )) => {
                 // The reset left nothing behind: from here on a verdict shows this run's stderr.
-                if let Some(process) = &self.process {
+                // Not on an `error`: the adapter wrote its reason to stderr before that line, and
+                // clearing would race the reader for it (the verdict's tail changed run to run).
+                if let (Some(process), false) = (&self.process, matches!(message, AdapterMessage::Error { .. })) {
                     process.clear_stderr_tail();
                 }
                 Ok(message)
