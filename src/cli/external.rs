@@ -16,7 +16,7 @@ use crate::deviations::{self, Comparison, ExpectationFile};
 use crate::implementation::Implementation;
 use crate::protocol::diff::{first_divergence, first_raw_divergence, first_run_difference};
 use crate::protocol::wire::Hello;
-use crate::protocol::{ExternalSubject, SharedExternal};
+use crate::protocol::{AdapterFailure, ExternalSubject, SharedExternal};
 use crate::scenario::LoadedScenario;
 use crate::sim::{BoxedSubject, StrategyKind, SubjectFailure};
 use crate::suite::{self, CaseReport, Verdict};
@@ -331,7 +331,9 @@ impl Pool {
         }
         let reused_pid = subject.lock().pid();
         let mut case = self.run_one(loaded, subject);
-        if let Verdict::Broken(SubjectFailure::LineAfterReset { .. }) = case.verdict {
+        let breached_a_reset = matches!(&case.verdict, Verdict::Broken(failure)
+            if matches!(AdapterFailure::of(failure), Some(AdapterFailure::LineAfterReset { .. })));
+        if breached_a_reset {
             // A breach of a reset, not a difference between two runs.
             return case;
         }
@@ -375,10 +377,11 @@ impl Pool {
 /// The breach `report` found of a reset that ended another case's run (not its own: with
 /// `--check-determinism` a case's warm-up run is reset before its reported run starts).
 fn breach_of_an_earlier_reset(report: &CaseReport) -> Option<SubjectFailure> {
-    match &report.verdict {
-        Verdict::Broken(failure @ SubjectFailure::LineAfterReset { after: Some(after), .. })
-            if *after != report.name =>
-        {
+    let Verdict::Broken(failure) = &report.verdict else {
+        return None;
+    };
+    match AdapterFailure::of(failure) {
+        Some(AdapterFailure::LineAfterReset { after: Some(after), .. }) if *after != report.name => {
             Some(failure.clone())
         }
         _ => None,
@@ -388,7 +391,7 @@ fn breach_of_an_earlier_reset(report: &CaseReport) -> Option<SubjectFailure> {
 /// Gives the breach of a reset to the case whose run the reset ended: the latest of `done` of
 /// that name.
 fn blame_reset(done: &mut [(usize, CaseReport, Option<Hello>)], failure: SubjectFailure) {
-    let SubjectFailure::LineAfterReset { after: Some(after), .. } = &failure else {
+    let Some(AdapterFailure::LineAfterReset { after: Some(after), .. }) = AdapterFailure::of(&failure) else {
         return;
     };
     if let Some((_, report, _)) = done.iter_mut().rev().find(|(_, report, _)| report.name == *after) {

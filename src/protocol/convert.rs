@@ -139,6 +139,14 @@ impl StartScenario {
                     events: observer.events.clone(),
                 })
                 .collect(),
+            chunks: {
+                let chunks: Vec<u32> = scenario.model.iter().map(|step| step.chunks.unwrap_or(0)).collect();
+                if chunks.iter().any(|&count| count > 0) {
+                    chunks
+                } else {
+                    Vec::new()
+                }
+            },
         }
     }
 
@@ -154,7 +162,8 @@ impl StartScenario {
     }
 
     /// The scenario an adapter learns from `start`: the runtime's parts, with no script of the
-    /// world's (model, tool results, hook answers, faults, operations), which stay with the kit.
+    /// world's (model, tool results, hook answers, faults, operations), which stay with the kit;
+    /// of the model's script, only how many chunks each response streams.
     pub fn to_scenario(&self) -> crate::scenario::Scenario {
         use crate::scenario::{Config, ExtensionScript, ObserverScript, Scenario, ToolScript};
         Scenario {
@@ -204,7 +213,14 @@ impl StartScenario {
                     results: Vec::new(),
                 })
                 .collect(),
-            model: Vec::new(),
+            model: self
+                .chunks
+                .iter()
+                .map(|&count| crate::scenario::ModelStep {
+                    chunks: Some(count),
+                    ..Default::default()
+                })
+                .collect(),
             faults: Default::default(),
             operations: Vec::new(),
             expect: Default::default(),

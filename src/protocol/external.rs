@@ -11,11 +11,11 @@
 //! Whether anything followed that `idle` shows only when the adapter next writes: in its answer
 //! to the next `start`, whose first line must be `started` or `restore_failed`, or before it
 //! exits on `shutdown` ([`ExternalSubject::shut_down`]). Either way the breach is the reset's,
-//! reported as [`SubjectFailure::LineAfterReset`] naming the run the reset ended
+//! reported as [`AdapterFailure::LineAfterReset`] naming the run the reset ended
 //! ([`ExternalSubject::name_run`]), the same verdict whenever the kit happened to look.
 //! After a failure the process is killed and the next run spawns a new one. Every wait is
 //! bounded by the step timeout; whatever the adapter does wrong becomes a typed
-//! [`SubjectFailure`], never a panic or a hang. Dropping the subject asks the adapter to shut
+//! [`AdapterFailure`] (wrapped into `SubjectFailure`), never a panic or a hang. Dropping the subject asks the adapter to shut
 //! down, then kills its process group.
 //!
 //! This module owns the turn-taking; the bytes and the process are `process`'s, the shapes are
@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 use crate::runtime::{Cause, Effect, EffectId, Input, OpId, SignalId};
 use crate::scenario::Scenario;
 use crate::sim::{Restored, Subject, SubjectFailure};
+
+use super::failure::AdapterFailure;
 
 use super::convert::{effect_from_wire, input_to_wire, settlement_from_wire};
 use super::process::{AdapterProcess, ExitState, Next};
@@ -168,7 +170,7 @@ impl ExternalSubject {
     }
 
     /// Kills the adapter and builds the failure with its stderr tail.
-    fn fail(&mut self, make: impl FnOnce(Vec<String>) -> SubjectFailure) -> SubjectFailure {
+    fn fail(&mut self, make: impl FnOnce(Vec<String>) -> AdapterFailure) -> SubjectFailure {
         self.failed = true;
         let tail = match &mut self.process {
             Some(process) => {
@@ -177,13 +179,13 @@ impl ExternalSubject {
             }
             None => Vec::new(),
         };
-        make(tail)
+        make(tail).into()
     }
 
     /// Kills the adapter and builds the failure with its stderr tail as it was before the kill:
     /// for a breach by an adapter that is running well, whose last words as it is killed (a
     /// broken pipe, say) say nothing about the breach and would differ from run to run.
-    fn fail_running(&mut self, make: impl FnOnce(Vec<String>) -> SubjectFailure) -> SubjectFailure {
+    fn fail_running(&mut self, make: impl FnOnce(Vec<String>) -> AdapterFailure) -> SubjectFailure {
         self.failed = true;
         let tail = match &mut self.process {
             Some(process) => {
@@ -193,11 +195,11 @@ impl ExternalSubject {
             }
             None => Vec::new(),
         };
-        make(tail)
+        make(tail).into()
     }
 
     fn malformed(&mut self, message: String) -> SubjectFailure {
-        self.fail(|stderr_tail| SubjectFailure::Malformed {
+        self.fail(|stderr_tail| AdapterFailure::Malformed {
             message,
             trace_line: None,
             stderr_tail,
@@ -222,13 +224,13 @@ impl ExternalSubject {
         let next = process.next_line(deadline);
         let failure = match next {
             Next::Line(line) => return Ok(line),
-            Next::Oversize => self.fail(|stderr_tail| SubjectFailure::Oversize {
+            Next::Oversize => self.fail(|stderr_tail| AdapterFailure::Oversize {
                 limit: LINE_BYTES_MAX,
                 stderr_tail,
             }),
             Next::TimedOut => {
                 let waited_ms = self.step_timeout.as_millis() as u64;
-                self.fail(|stderr_tail| SubjectFailure::Timeout {
+                self.fail(|stderr_tail| AdapterFailure::Timeout {
                     waited_ms,
                     waiting_for,
                     stderr_tail,
@@ -238,17 +240,17 @@ impl ExternalSubject {
                 let message = format!("it closed its stdout but did not exit, while the kit waited for {waiting_for}");
                 self.malformed(message)
             }
-            Next::Closed(Some(ExitState::Code(0))) => self.fail(|stderr_tail| SubjectFailure::EarlyExit {
+            Next::Closed(Some(ExitState::Code(0))) => self.fail(|stderr_tail| AdapterFailure::EarlyExit {
                 waiting_for,
                 stderr_tail,
             }),
             Next::Closed(Some(exit @ ExitState::Code(126 | 127))) if self.hello.is_none() => {
-                self.fail(|stderr_tail| SubjectFailure::BadCommand {
+                self.fail(|stderr_tail| AdapterFailure::BadCommand {
                     status: exit.to_string(),
                     stderr_tail,
                 })
             }
-            Next::Closed(Some(exit)) => self.fail(|stderr_tail| SubjectFailure::Crashed {
+            Next::Closed(Some(exit)) => self.fail(|stderr_tail| AdapterFailure::Crashed {
                 status: exit.to_string(),
                 waiting_for,
                 stderr_tail,
@@ -263,7 +265,7 @@ impl ExternalSubject {
             Ok(text) => text,
             Err(error) => {
                 let line = quote_line(&String::from_utf8_lossy(error.as_bytes()));
-                return Err(self.fail(|stderr_tail| SubjectFailure::Garbage {
+                return Err(self.fail(|stderr_tail| AdapterFailure::Garbage {
                     line,
                     problem: "not UTF-8".into(),
                     stderr_tail,
@@ -272,21 +274,21 @@ impl ExternalSubject {
         };
         parse_adapter_line(&text).map_err(|error| {
             self.fail(|stderr_tail| match error {
-                LineError::Garbage { problem } => SubjectFailure::Garbage {
+                LineError::Garbage { problem } => AdapterFailure::Garbage {
                     line: quote_line(&text),
                     problem,
                     stderr_tail,
                 },
-                LineError::UnknownType { type_name } => SubjectFailure::UnknownMessage {
+                LineError::UnknownType { type_name } => AdapterFailure::UnknownMessage {
                     type_name: format!("`{type_name}`"),
                     stderr_tail,
                 },
-                LineError::UnknownEffectKind { kind } => SubjectFailure::UnknownEffect {
+                LineError::UnknownEffectKind { kind } => AdapterFailure::UnknownEffect {
                     message: format!("unknown effect kind `{kind}`"),
                     stderr_tail,
                 },
-                LineError::Version { got } => SubjectFailure::Version { got, stderr_tail },
-                other => SubjectFailure::Malformed {
+                LineError::Version { got } => AdapterFailure::Version { got, stderr_tail },
+                other => AdapterFailure::Malformed {
                     message: other.to_string(),
                     trace_line: None,
                     stderr_tail,
@@ -345,7 +347,7 @@ impl ExternalSubject {
                 }
                 Ok(message)
             }
-            _ => Err(self.fail_running(|stderr_tail| SubjectFailure::LineAfterReset {
+            _ => Err(self.fail_running(|stderr_tail| AdapterFailure::LineAfterReset {
                 after,
                 line: quoted,
                 stderr_tail,
@@ -355,7 +357,7 @@ impl ExternalSubject {
 
     /// Ends the adapter process as [`stop`](Self::stop) does, but first reads what the adapter
     /// wrote after the `idle` that answered the last `reset`, up to its exit: a line there is a
-    /// breach of that reset ([`SubjectFailure::LineAfterReset`]). A runner calls it when it is
+    /// breach of that reset ([`AdapterFailure::LineAfterReset`]). A runner calls it when it is
     /// done with the subject, so that the last run's reset is judged like every other.
     pub fn shut_down(&mut self) -> Result<(), SubjectFailure> {
         let after = match self.reset_pending.take() {
@@ -374,7 +376,7 @@ impl ExternalSubject {
         let result = match next {
             Next::Line(line) => {
                 let line = quote_line(&String::from_utf8_lossy(&line));
-                Err(self.fail_running(|stderr_tail| SubjectFailure::LineAfterReset {
+                Err(self.fail_running(|stderr_tail| AdapterFailure::LineAfterReset {
                     after,
                     line,
                     stderr_tail,
@@ -391,7 +393,7 @@ impl ExternalSubject {
 
     /// Starts the adapter process and reads its `hello`.
     fn spawn(&mut self) -> Result<(), SubjectFailure> {
-        let process = AdapterProcess::spawn(&self.command).map_err(|error| SubjectFailure::Spawn {
+        let process = AdapterProcess::spawn(&self.command).map_err(|error| AdapterFailure::Spawn {
             message: format!("sh -c {}: {error}", crate::trace::quote(&self.command)),
         })?;
         self.process = Some(process);
@@ -573,13 +575,13 @@ impl Subject for ExternalSubject {
                 AdapterMessage::Effect { effect } => {
                     let id = effect.id();
                     if id == 0 {
-                        return Err(self.fail(|stderr_tail| SubjectFailure::UnknownEffect {
+                        return Err(self.fail(|stderr_tail| AdapterFailure::UnknownEffect {
                             message: "effect id 0: effect ids are positive integers".into(),
                             stderr_tail,
                         }));
                     }
                     if !self.effect_ids.insert(id) {
-                        return Err(self.fail(|stderr_tail| SubjectFailure::UnknownEffect {
+                        return Err(self.fail(|stderr_tail| AdapterFailure::UnknownEffect {
                             message: format!("effect id {id} was already used in this run ({})", EffectId(id)),
                             stderr_tail,
                         }));

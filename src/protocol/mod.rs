@@ -8,7 +8,8 @@
 //! - [`process`]: one adapter process, its pipes and bounded waits; the process group is killed
 //!   when it is dropped.
 //! - [`external`]: [`ExternalSubject`], the `sim::Subject` that speaks the protocol to an adapter;
-//!   every misbehaviour becomes a typed `SubjectFailure`.
+//!   every misbehaviour becomes a typed [`AdapterFailure`] (`failure`), wrapped once into
+//!   `sim::SubjectFailure`.
 //! - [`serve`]: `agentsim serve`, the reference Runtime as an adapter over stdio.
 //! - [`diff`]: differential traces: where an implementation's trace first departs from the
 //!   reference's.
@@ -18,6 +19,7 @@
 pub mod convert;
 pub mod diff;
 pub mod external;
+pub mod failure;
 pub mod fields;
 pub mod pool;
 pub mod process;
@@ -26,3 +28,4 @@ pub mod shape;
 pub mod wire;
 
 pub use external::{ExternalSubject, SharedExternal, STEP_TIMEOUT_DEFAULT};
+pub use failure::AdapterFailure;

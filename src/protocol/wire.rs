@@ -84,6 +84,12 @@ pub struct StartScenario {
     /// Protocol 2: extensions observing agent events; absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observers: Vec<WireObserver>,
+    /// Informational, like `faults`: for each scripted model response, in request order, the
+    /// chunks it streams before its final message (the kit sends them itself); absent when no
+    /// response streams any. A wrapper that injects faults (`serve --mutant`) may read it to
+    /// know a stream's last chunk when it comes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<u32>,
 }
 
 /// An observer: an extension subscribed to agent events, told of each by a `notify` effect.

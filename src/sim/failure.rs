@@ -1,77 +1,43 @@
 //! Why a subject could not be driven: the typed verdicts of a broken run (exit code 3) and of a
 //! scenario the subject cannot run (not applicable), each with a stable code.
+//!
+//! A subject in another process fails in ways of its own (a crash, a hang, a line that breaks
+//! the protocol); the layer that drives it (`protocol`) defines them and hands them over as
+//! one [`DriverFailure`], so `sim` never imports the layers above it.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
 
 use crate::runtime::OpId;
 
+/// The failure of whatever drives a subject in another process (`protocol::AdapterFailure`):
+/// what `sim` and the reports need of it.
+pub trait DriverFailure: fmt::Debug + fmt::Display + Send + Sync + Any {
+    /// The stable code (`subject.crashed`, ...).
+    fn code(&self) -> &'static str;
+    /// The last lines the process wrote to stderr.
+    fn stderr_tail(&self) -> &[String];
+    /// The user's input, not the implementation's (exit code 2): the command could not start.
+    fn is_bad_input(&self) -> bool;
+    /// This failure placed at a trace line, when it is one that names where it happened and
+    /// does not yet (see [`SubjectFailure::at_trace_line`]).
+    fn at_trace_line(&self, line: usize) -> Option<Arc<dyn DriverFailure>>;
+    /// For the driver's own code to get its variant back.
+    fn as_any(&self) -> &dyn Any;
+}
+
 /// The subject could not be driven: a protocol breach, a crash, a hang (verdict "broken", exit
 /// code 3), or it cannot run this scenario at all (`Unsupported`: "not applicable").
-///
-/// The variants after `Protocol` come from an external adapter (`protocol::external`);
-/// `waiting_for` says what the kit was waiting for, `stderr_tail` holds the last lines the
-/// adapter wrote to stderr. Each variant has a stable [`SubjectFailure::code`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Each variant has a stable [`SubjectFailure::code`].
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubjectFailure {
     #[error("protocol: {message}")]
     Protocol { message: String },
-    #[error("the adapter command could not be started: {message}")]
-    Spawn { message: String },
-    #[error("the adapter command was not found or is not executable ({status})")]
-    BadCommand { status: String, stderr_tail: Vec<String> },
-    #[error("the adapter crashed ({status}) while the kit waited for {waiting_for}")]
-    Crashed {
-        status: String,
-        waiting_for: String,
-        stderr_tail: Vec<String>,
-    },
-    #[error("the adapter exited (status 0) while the kit waited for {waiting_for}")]
-    EarlyExit {
-        waiting_for: String,
-        stderr_tail: Vec<String>,
-    },
-    #[error("the adapter did not answer within {waited_ms} ms while the kit waited for {waiting_for}")]
-    Timeout {
-        waited_ms: u64,
-        waiting_for: String,
-        stderr_tail: Vec<String>,
-    },
-    #[error("the adapter wrote a line that is not a JSON object ({problem}): {line}")]
-    Garbage {
-        line: String,
-        problem: String,
-        stderr_tail: Vec<String>,
-    },
-    #[error("the adapter wrote a message of unknown type {type_name}")]
-    UnknownMessage {
-        type_name: String,
-        stderr_tail: Vec<String>,
-    },
-    #[error("the adapter issued a bad effect: {message}")]
-    UnknownEffect { message: String, stderr_tail: Vec<String> },
-    #[error("the adapter wrote a line longer than {limit} bytes")]
-    Oversize { limit: usize, stderr_tail: Vec<String> },
-    #[error("the adapter speaks protocol {got}; this kit speaks protocols 1 and 2")]
-    Version { got: String, stderr_tail: Vec<String> },
-    /// `trace_line`: where the offending line would have gone in the trace (the scheduler sets
-    /// it, see [`SubjectFailure::at_trace_line`]).
-    #[error("the adapter broke the protocol{}: {message}", trace_line_text(.trace_line))]
-    Malformed {
-        message: String,
-        trace_line: Option<usize>,
-        stderr_tail: Vec<String>,
-    },
-    /// Protocol 2: a line after the `idle` that answered a `reset`, found when the kit read the
-    /// answer to the next `start` or ended the process. It is the breach of that `reset`, so of
-    /// the run the reset ended: `after` names its scenario when the runner named the run.
-    #[error(
-        "the adapter broke the protocol: after the `idle` that answered the `reset` sent after {}, it wrote {line}; `reset` is answered by exactly one `idle`, and the next line must answer the next `start`",
-        reset_text(.after)
-    )]
-    LineAfterReset {
-        after: Option<String>,
-        line: String,
-        stderr_tail: Vec<String>,
-    },
+    /// The process behind the subject failed (an adapter's crash, hang or breach).
+    #[error("{0}")]
+    Driver(Arc<dyn DriverFailure>),
     #[error("the implementation is not deterministic: two runs of the same scenario, schedule and seed differ at trace line {line:04}: {detail}")]
     Nondeterministic {
         line: usize,
@@ -87,46 +53,61 @@ pub enum SubjectFailure {
     SettledTwice { op: OpId, line: usize, first: usize },
 }
 
-fn reset_text(after: &Option<String>) -> String {
-    match after {
-        Some(name) => format!("scenario `{name}`"),
-        None => "the previous run".to_string(),
+impl PartialEq for SubjectFailure {
+    fn eq(&self, other: &SubjectFailure) -> bool {
+        match (self, other) {
+            (SubjectFailure::Protocol { message: a }, SubjectFailure::Protocol { message: b }) => a == b,
+            (SubjectFailure::Driver(a), SubjectFailure::Driver(b)) => {
+                a.code() == b.code() && a.to_string() == b.to_string() && a.stderr_tail() == b.stderr_tail()
+            }
+            (
+                SubjectFailure::Nondeterministic { line: a, detail: x },
+                SubjectFailure::Nondeterministic { line: b, detail: y },
+            ) => a == b && x == y,
+            (
+                SubjectFailure::Unsupported {
+                    operation: a,
+                    reason: x,
+                },
+                SubjectFailure::Unsupported {
+                    operation: b,
+                    reason: y,
+                },
+            ) => a == b && x == y,
+            (
+                SubjectFailure::SettledTwice {
+                    op: a,
+                    line: x,
+                    first: m,
+                },
+                SubjectFailure::SettledTwice {
+                    op: b,
+                    line: y,
+                    first: n,
+                },
+            ) => a == b && x == y && m == n,
+            _ => false,
+        }
     }
 }
 
-fn trace_line_text(line: &Option<usize>) -> String {
-    line.map(|line| format!(" at trace line {line:04}")).unwrap_or_default()
-}
+impl Eq for SubjectFailure {}
 
 impl SubjectFailure {
     /// Names the trace line where a protocol breach found while reading the adapter's answer
     /// would have gone: 1-based, counting the events recorded so far and those of the answer
     /// read before the bad line. Only the scheduler knows the trace; other failures pass.
-    pub fn at_trace_line(mut self, line: usize) -> SubjectFailure {
-        if let SubjectFailure::Malformed {
-            trace_line: trace_line @ None,
-            ..
-        } = &mut self
-        {
-            *trace_line = Some(line);
+    pub fn at_trace_line(self, line: usize) -> SubjectFailure {
+        match &self {
+            SubjectFailure::Driver(driver) => driver.at_trace_line(line).map(SubjectFailure::Driver).unwrap_or(self),
+            _ => self,
         }
-        self
     }
 
     pub fn code(&self) -> &'static str {
         match self {
             SubjectFailure::Protocol { .. } => "subject.protocol",
-            SubjectFailure::Spawn { .. } => "subject.spawn",
-            SubjectFailure::BadCommand { .. } => "subject.bad_command",
-            SubjectFailure::Crashed { .. } => "subject.crashed",
-            SubjectFailure::EarlyExit { .. } => "subject.early_exit",
-            SubjectFailure::Timeout { .. } => "subject.timeout",
-            SubjectFailure::Garbage { .. } => "subject.garbage",
-            SubjectFailure::UnknownMessage { .. } => "subject.unknown_message",
-            SubjectFailure::UnknownEffect { .. } => "subject.unknown_effect",
-            SubjectFailure::Oversize { .. } => "subject.oversize",
-            SubjectFailure::Version { .. } => "subject.version",
-            SubjectFailure::Malformed { .. } | SubjectFailure::LineAfterReset { .. } => "subject.malformed",
+            SubjectFailure::Driver(driver) => driver.code(),
             SubjectFailure::Nondeterministic { .. } => "subject.nondeterministic",
             SubjectFailure::Unsupported { .. } => "subject.unsupported",
             SubjectFailure::SettledTwice { .. } => "subject.settled_twice",
@@ -136,28 +117,14 @@ impl SubjectFailure {
     /// The last lines the adapter wrote to stderr (empty for the in-process reference).
     pub fn stderr_tail(&self) -> &[String] {
         match self {
-            SubjectFailure::BadCommand { stderr_tail, .. }
-            | SubjectFailure::Crashed { stderr_tail, .. }
-            | SubjectFailure::EarlyExit { stderr_tail, .. }
-            | SubjectFailure::Timeout { stderr_tail, .. }
-            | SubjectFailure::Garbage { stderr_tail, .. }
-            | SubjectFailure::UnknownMessage { stderr_tail, .. }
-            | SubjectFailure::UnknownEffect { stderr_tail, .. }
-            | SubjectFailure::Oversize { stderr_tail, .. }
-            | SubjectFailure::Version { stderr_tail, .. }
-            | SubjectFailure::Malformed { stderr_tail, .. }
-            | SubjectFailure::LineAfterReset { stderr_tail, .. } => stderr_tail,
-            SubjectFailure::Protocol { .. }
-            | SubjectFailure::Spawn { .. }
-            | SubjectFailure::Nondeterministic { .. }
-            | SubjectFailure::Unsupported { .. }
-            | SubjectFailure::SettledTwice { .. } => &[],
+            SubjectFailure::Driver(driver) => driver.stderr_tail(),
+            _ => &[],
         }
     }
 
     /// A failure that is the user's input, not the implementation's (exit code 2): the
     /// adapter command could not be started or found.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, SubjectFailure::Spawn { .. } | SubjectFailure::BadCommand { .. })
+        matches!(self, SubjectFailure::Driver(driver) if driver.is_bad_input())
     }
 }

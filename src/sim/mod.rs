@@ -28,7 +28,7 @@ use crate::runtime::{
 use crate::scenario::{After, AppendFault, AppendFaultKind, Scenario, ToolStep};
 use crate::trace::{Event, Trace};
 
-pub use failure::SubjectFailure;
+pub use failure::{DriverFailure, SubjectFailure};
 use fakes::{check_request, model_reply, ModelReply, Scripts};
 use fault::StoreFake;
 pub use strategy::{Pct, Random, Replay, Scripted, Strategy, StrategyKind};

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agentsim::implementation::Implementation;
-use agentsim::protocol::{ExternalSubject, SharedExternal};
-use agentsim::sim::{BoxedSubject, StrategyKind, Subject, SubjectFailure};
+use agentsim::protocol::{AdapterFailure, ExternalSubject, SharedExternal};
+use agentsim::sim::{BoxedSubject, StrategyKind, Subject};
 use agentsim::suite;
 
 use crate::binary::{agentsim, assert_all_gone, read_pids, root, Outcome, BIN};
@@ -633,7 +633,10 @@ fn dropping_the_subject_kills_the_adapter_group() {
     let started = Instant::now();
     let failure = subject.start(scenario).expect_err("a silent adapter cannot start");
     assert!(
-        matches!(failure, SubjectFailure::Timeout { waited_ms: 300, .. }),
+        matches!(
+            AdapterFailure::of(&failure),
+            Some(AdapterFailure::Timeout { waited_ms: 300, .. })
+        ),
         "{failure:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());

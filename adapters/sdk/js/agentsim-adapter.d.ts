@@ -59,6 +59,9 @@ export interface Scenario {
     };
     /** Protocol 2: extensions observing agent events; absent when there are none. */
     observers?: Observer[];
+    /** Informational: the chunks each scripted model response streams, in request order;
+     * absent when none streams any. */
+    chunks?: number[];
 }
 
 export interface Observer {

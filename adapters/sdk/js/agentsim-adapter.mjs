@@ -384,12 +384,14 @@ const scenarioFields = {
     }),
 };
 const observersSchema = S.arrayOf(S.record({ name: S.string, events: S.arrayOf(S.string) }));
+/** Informational: the chunks each scripted model response streams (absent when none does). */
+const chunksSchema = S.arrayOf(S.uint);
 
 function messageSchemas(protocol) {
     const scenario =
         protocol >= 2
-            ? S.record({ ...scenarioFields, observers: observersSchema }, ["observers"])
-            : S.record(scenarioFields);
+            ? S.record({ ...scenarioFields, observers: observersSchema, chunks: chunksSchema }, ["observers", "chunks"])
+            : S.record({ ...scenarioFields, chunks: chunksSchema }, ["chunks"]);
     const schemas = {
         start: S.record({ type: S.any, scenario }),
         operation: S.record({ type: S.any, op: S.uint, operation: operationSchema }),

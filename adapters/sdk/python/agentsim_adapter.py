@@ -159,7 +159,8 @@ class Completion(TypedDict, total=False):
 
 
 class Scenario(TypedDict, total=False):
-    """``start.scenario``. ``observers`` is present only when the scenario has some (protocol 2).
+    """``start.scenario``. ``observers`` is present only when the scenario has some (protocol 2);
+    ``chunks`` (informational) only when a scripted model response streams chunks.
     Session entries, messages, resources and tools are Pi's JSON shapes, passed through as
     parsed."""
 
@@ -172,6 +173,7 @@ class Scenario(TypedDict, total=False):
     clock: JSONObject
     faults: JSONObject
     observers: List[JSONObject]
+    chunks: List[int]
 
 
 #: A settlement value: ``{"kind": "unit"}``, ``{"kind": "run", ...}`` or ``{"kind": "library", ...}``.
@@ -483,6 +485,8 @@ _SCENARIO_FIELDS: Mapping[str, Checker] = {
     ),
 }
 _OBSERVERS: Mapping[str, Checker] = {"observers": _list_of(_fields({"name": _string, "events": _list_of(_string)}))}
+# Informational: the chunks each scripted model response streams (absent when none does).
+_CHUNKS: Mapping[str, Checker] = {"chunks": _list_of(_U32)}
 
 _TEXT: Mapping[str, Checker] = {"text": _string}
 
@@ -556,7 +560,7 @@ def _kit_messages(protocol: int) -> Mapping[str, Variant]:
     """The kit's messages in ``protocol``: version 2 adds ``reset``, ``start.scenario.observers``
     and the ``notify`` completion."""
     two = protocol >= 2
-    scenario = _fields(_SCENARIO_FIELDS, _OBSERVERS if two else None)
+    scenario = _fields(_SCENARIO_FIELDS, {**_OBSERVERS, **_CHUNKS} if two else _CHUNKS)
     completion = _tagged("kind", {**_COMPLETION_VARIANTS, **(_NOTIFY if two else {})})
     messages: Dict[str, Variant] = {
         "start": ({"scenario": scenario}, _NO_FIELDS),
