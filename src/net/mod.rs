@@ -153,8 +153,10 @@ enum EpisodeState {
 }
 
 /// The faults drawn from the seed: up to two episodes, each starting a few milliseconds after
-/// an append or a model request is issued (where a fault matters), lasting up to 2.5 s (longer
-/// than the store's timeout, so some appends time out and some are merely late).
+/// an append or a model request is issued (where a fault matters), lasting up to 250 ms (longer
+/// than the default store timeout of 100 ms, so some appends time out and some are merely
+/// late). turmoil steps every millisecond of simulated time, so the world's time scale is its
+/// cost: faults, timeouts and latencies are kept short, in the same proportions.
 fn seeded_episodes(seed: u64) -> Vec<Episode> {
     use crate::scenario::After;
     let mut rng = Rng::new(seed ^ 0x6661_756c_7473_2d31);
@@ -175,7 +177,7 @@ fn seeded_episodes(seed: u64) -> Vec<Episode> {
             Episode {
                 kind,
                 trigger: Trigger::After(after, rng.below(12)),
-                for_ms: Some(1 + rng.below(2_500)),
+                for_ms: Some(1 + rng.below(250)),
                 state: EpisodeState::Waiting,
             }
         })

@@ -21,10 +21,12 @@ pub struct NetPlan {
     pub latency_min_ms: u64,
     #[serde(default = "default_latency_max")]
     pub latency_max_ms: u64,
-    /// How long the runtime waits for the store's answer before the append counts as failed.
+    /// How long the runtime waits for the store's answer before the append counts as failed
+    /// (default 100 ms: twenty round trips at the default latency).
     #[serde(default = "default_store_timeout")]
     pub store_timeout_ms: u64,
-    /// How long the runtime waits for the model before the request ends with stop reason error.
+    /// How long the runtime waits for the model before the request ends with stop reason error
+    /// (default 500 ms).
     #[serde(default = "default_model_timeout")]
     pub model_timeout_ms: u64,
     #[serde(default)]
@@ -53,11 +55,11 @@ fn default_latency_max() -> u64 {
 }
 
 fn default_store_timeout() -> u64 {
-    1_000
+    100
 }
 
 fn default_model_timeout() -> u64 {
-    10_000
+    500
 }
 
 /// One planned change of the networked world: when it starts (`after` a trace condition, or
