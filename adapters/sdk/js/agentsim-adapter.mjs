@@ -166,6 +166,23 @@ process.stdout.write = function writeToStdoutSink(chunk, encodingOrCallback, cal
 // =============================================================================================
 
 /**
+ * A descriptor of the same pipe as `fd` that blocks on read, where the platform gives one: Node
+ * (or a runtime that touches `process.stdin`) makes a pipe on stdin non-blocking, and a reader
+ * that then polls it with 1 ms sleeps spends most of an exploration waiting for lines that have
+ * already arrived. On Linux, opening `/proc/self/fd/N` opens the pipe anew, with flags of its
+ * own. Anything else (not Linux, not a pipe, the open fails) keeps `fd` and its polling.
+ */
+function blockingReadFd(fd) {
+    if (process.platform !== "linux") return fd;
+    try {
+        if (!fs.fstatSync(fd).isFIFO()) return fd;
+        return fs.openSync(`/proc/self/fd/${fd}`, "r");
+    } catch {
+        return fd;
+    }
+}
+
+/**
  * Reads newline-terminated lines from a file descriptor synchronously (fs.readSync), so that a
  * runtime blocked in a synchronous call can wait for the kit's answer exactly where it would
  * wait for a disk. `next()` returns `{line}` (a string, newline removed), `{oversize: bytes}` for
@@ -174,7 +191,7 @@ process.stdout.write = function writeToStdoutSink(chunk, encodingOrCallback, cal
  */
 export class LineReader {
     constructor(fd = 0, limit = LINE_BYTES_MAX) {
-        this.fd = fd;
+        this.fd = blockingReadFd(fd);
         this.limit = limit;
         this.chunk = Buffer.alloc(64 * 1024);
         this.start = 0;
