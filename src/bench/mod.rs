@@ -6,12 +6,15 @@
 //!   the same scenario: the scheduler's overhead is the ratio of the two;
 //! - the time to enumerate every schedule of a scenario exhaustively;
 //! - `check-session` on generated session files of a given length: time and peak memory of a
-//!   child process (`session.rs`).
+//!   child process (`session.rs`);
+//! - how the cost grows with the scenario's size and the exploration's length: schedules per
+//!   second and peak memory, each point a child process (`growth.rs`).
 
 use std::time::{Duration, Instant};
 
 use crate::check;
 pub mod compare;
+pub mod growth;
 pub mod session;
 pub mod stress;
 

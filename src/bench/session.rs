@@ -38,7 +38,7 @@ impl SessionShape {
     }
 }
 
-/// One `check-session` run in a child process.
+/// One run of a child process, measured.
 #[derive(Debug, Clone, Copy)]
 pub struct ChildRun {
     pub exit_code: Option<i32>,
@@ -215,6 +215,12 @@ pub fn run_check_session(binary: &Path, file: &Path, json: bool) -> io::Result<C
     if json {
         command.args(["--format", "json"]);
     }
+    run_measured(command)
+}
+
+/// Runs `command` with no input and its output thrown away, and measures its wall time and
+/// peak resident memory.
+pub fn run_measured(mut command: Command) -> io::Result<ChildRun> {
     command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     let started = Instant::now();
     let child = command.spawn()?;

@@ -41,6 +41,15 @@ pub struct BenchArgs {
     /// each, in both formats, each run a child process measured for time and peak memory.
     #[arg(long, value_name = "LINES", value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
     check_session: Option<u64>,
+    /// Only how the cost grows: the scenario (`--scenario`) repeated 1 to 6 times, each
+    /// explored for `--budget` schedules, and explorations of it of 10^3 up to
+    /// `--growth-schedules` schedules; each a child process measured for schedules per second
+    /// and peak memory.
+    #[arg(long)]
+    growth: bool,
+    /// With `--growth`: the longest exploration (a power of ten from 10^3).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1_000..=100_000_000))]
+    growth_schedules: u64,
 }
 
 pub fn run_bench(args: BenchArgs) -> u8 {
@@ -49,6 +58,9 @@ pub fn run_bench(args: BenchArgs) -> u8 {
     }
     if let Some(lines) = args.check_session {
         return check_session_on_generated_files(lines as usize);
+    }
+    if args.growth {
+        return growth(&args);
     }
     let load = |path: &PathBuf| match suite::load_corpus(std::slice::from_ref(path)) {
         Ok(mut corpus) if !corpus.is_empty() => Ok(corpus.remove(0)),
@@ -329,6 +341,96 @@ fn check_session_on_generated_files(lines: usize) -> u8 {
                 run.peak_rss_bytes as f64 / 1e6
             );
         }
+    }
+    EXIT_PASSED
+}
+
+/// `bench --growth`: schedules per second and peak memory as the scenario grows (1 to 6 copies
+/// of `--scenario`) and as the exploration grows (10^3 schedules up to `--growth-schedules`).
+fn growth(args: &BenchArgs) -> u8 {
+    use crate::bench::growth::{explore_measured, Point, TempScenarios};
+    let binary = match std::env::current_exe() {
+        Ok(binary) => binary,
+        Err(error) => {
+            eprintln!("agentsim: cannot find this binary to run it: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let base = match std::fs::read_to_string(&args.scenario)
+        .map_err(|error| error.to_string())
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|error| error.to_string()))
+    {
+        Ok(base) => base,
+        Err(error) => {
+            eprintln!("agentsim: {}: {error}", args.scenario.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let operations = base["operations"].as_array().map_or(0, Vec::len) as u64;
+    let files = match TempScenarios::write(&base, 6) {
+        Ok(files) => files,
+        Err(error) => {
+            eprintln!("agentsim: cannot write the grown scenarios: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let row = |label: String, point: &Point| {
+        println!(
+            "| {label} | {} | {} | {:.2} s | {:.0} | {:.1} MB |",
+            point.schedules,
+            point
+                .run
+                .exit_code
+                .map_or("signal".to_string(), |code| code.to_string()),
+            point.run.elapsed.as_secs_f64(),
+            point.per_second(),
+            point.run.peak_rss_bytes as f64 / 1e6
+        );
+    };
+    println!(
+        "growth: `{}` explored under random on one thread, each point a child process (output to /dev/null)",
+        args.scenario.display()
+    );
+    println!();
+    println!("| operations | schedules | exit | time | schedules/s | peak memory |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for (copies, file) in files.paths().iter().enumerate() {
+        let size = operations * (copies as u64 + 1);
+        match explore_measured(&binary, file, args.budget) {
+            Ok(run) => row(
+                size.to_string(),
+                &Point {
+                    size,
+                    schedules: args.budget,
+                    run,
+                },
+            ),
+            Err(error) => {
+                eprintln!("agentsim: cannot run explore: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
+    println!();
+    println!("| exploration | schedules | exit | time | schedules/s | peak memory |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    let mut schedules = 1_000;
+    while schedules <= args.growth_schedules {
+        match explore_measured(&binary, &args.scenario, schedules) {
+            Ok(run) => row(
+                format!("10^{}", schedules.ilog10()),
+                &Point {
+                    size: schedules,
+                    schedules,
+                    run,
+                },
+            ),
+            Err(error) => {
+                eprintln!("agentsim: cannot run explore: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        }
+        schedules *= 10;
     }
     EXIT_PASSED
 }

@@ -46,8 +46,9 @@ pub struct ExploreArgs {
     /// Worker threads (default: the machine's cores; at least 1).
     #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
-    /// Explore an implementation behind the adapter protocol (`sh -c CMD`, one process per
-    /// schedule) instead of the in-process reference.
+    /// Explore an implementation behind the adapter protocol (`sh -c CMD`; each worker thread
+    /// keeps one adapter process for all its schedules, protocol 2) instead of the in-process
+    /// reference.
     #[arg(long = "impl", value_name = "CMD")]
     implementation: Option<String>,
     /// Bound on every wait for the adapter, in milliseconds.
