@@ -5,8 +5,11 @@
 //! decorator) run on the canonical schedule, or a hand edit of the
 //! reference's own trace for the rules no runtime mutant can reach (an effect before the first
 //! operation; the durable store's rules). Each bite must make its rule fire, and the reference's
-//! trace of the same scenario must be clean of every rule. `every_rule_has_a_bite` is the tidy
-//! half: a rule without a bite fails it.
+//! trace of the same scenario must be clean of every rule. A bite names the clause it breaks
+//! (`OBSERVE-2.b`, conformance.md's `Clauses:`), and only that clause of its rule may fire, so
+//! each clause is proven on its own. `every_rule_has_a_bite` and the tidy test
+//! (`tidy_every_clause_has_a_checker_branch_a_bite_and_a_scenario`) are the tidy half: a rule or
+//! a clause without a bite fails them.
 
 use std::path::Path;
 
@@ -19,6 +22,8 @@ use agentsim::suite::{load_corpus, run_case, CaseReport};
 use agentsim::trace::{Event, Trace};
 use agentsim::zoo::Mutant;
 
+use crate::clauses;
+
 /// How a bite makes a bad trace.
 enum Bad {
     /// Run the scenario's canonical schedule on a mutant of the zoo.
@@ -27,23 +32,45 @@ enum Bad {
     Edit(fn(&mut Trace, &mut Vec<SessionEntry>)),
 }
 
-struct Bite {
-    rule: &'static str,
-    scenario: &'static str,
+pub(crate) struct Bite {
+    /// What the bad trace breaks: a clause (`OBSERVE-2.b`), which must be the only clause of
+    /// its rule that fires, or a rule ID for a rule not yet split into clauses.
+    pub(crate) breaks: &'static str,
+    /// The other clauses of the same rule the bad trace breaks too (a mutant whose bug breaks
+    /// two promises); empty for a bite that proves its clause alone.
+    pub(crate) also: &'static [&'static str],
+    pub(crate) scenario: &'static str,
     bad: Bad,
 }
 
-const fn mutant(rule: &'static str, scenario: &'static str, name: &'static str) -> Bite {
+const fn mutant(breaks: &'static str, scenario: &'static str, name: &'static str) -> Bite {
     Bite {
-        rule,
+        breaks,
+        also: &[],
         scenario,
         bad: Bad::Mutant(name),
     }
 }
 
-const fn edit(rule: &'static str, scenario: &'static str, edit: fn(&mut Trace, &mut Vec<SessionEntry>)) -> Bite {
+/// A mutant that breaks `breaks` and, by the same bug, the clauses `also` of the same rule.
+const fn mutant_also(
+    breaks: &'static str,
+    also: &'static [&'static str],
+    scenario: &'static str,
+    name: &'static str,
+) -> Bite {
     Bite {
-        rule,
+        breaks,
+        also,
+        scenario,
+        bad: Bad::Mutant(name),
+    }
+}
+
+const fn edit(breaks: &'static str, scenario: &'static str, edit: fn(&mut Trace, &mut Vec<SessionEntry>)) -> Bite {
+    Bite {
+        breaks,
+        also: &[],
         scenario,
         bad: Bad::Edit(edit),
     }
@@ -179,41 +206,84 @@ fn append_waits_for_observer(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
 }
 
 /// One bite per rule at least; rules with several ways to break have a bite per way.
-const BITES: &[Bite] = &[
+pub(crate) const BITES: &[Bite] = &[
     mutant(
-        "RESTORE-1",
+        "RESTORE-1.a",
         "restore/empty-session-null-leaf",
         "null-leaf-always-rejected",
     ),
+    edit(
+        "RESTORE-1.b",
+        "restore/empty-session-null-leaf",
+        clauses::restored_one_message_more,
+    ),
+    edit(
+        "RESTORE-1.c",
+        "restore/empty-session-null-leaf",
+        clauses::restored_at_another_leaf,
+    ),
     mutant(
-        "RESTORE-2",
+        "RESTORE-2.a",
         "lab13/lab13-1-1b-empty-session-with-leaf-rejected",
         "empty-session-ignores-leaf",
     ),
+    edit(
+        "RESTORE-2.b",
+        "lab13/lab13-1-1b-empty-session-with-leaf-rejected",
+        clauses::request_after_rejected_restore,
+    ),
     mutant(
-        "RESTORE-3",
+        "RESTORE-3.a",
         "lab13/lab13-1-1-non-empty-session-needs-explicit-leaf",
         "null-leaf-resumes-last",
     ),
+    edit(
+        "RESTORE-4.a",
+        "restore/sibling-branch-left-excluded",
+        clauses::restore_rejected,
+    ),
     mutant(
-        "RESTORE-4",
+        "RESTORE-4.b",
         "lab13/lab13-1-1d-non-empty-session-with-leaf-path-to",
         "restore-whole-file",
     ),
-    edit("RESTORE-5", "wiring/walkthrough", append_before_first_operation),
-    mutant("PATH-1", "restore/leaf-named-only-as-parent", "path-errors-generic"),
+    edit(
+        "RESTORE-4.b",
+        "restore/sibling-branch-left-excluded",
+        clauses::restored_one_message_more,
+    ),
+    edit(
+        "RESTORE-4.c",
+        "restore/sibling-branch-left-excluded",
+        clauses::restored_at_another_leaf,
+    ),
+    edit(
+        "RESTORE-4.d",
+        "restore/sibling-branch-left-excluded",
+        clauses::sibling_message_sent,
+    ),
+    edit("RESTORE-5.a", "wiring/walkthrough", append_before_first_operation),
+    edit(
+        "RESTORE-5.a",
+        "lab13/lab13-1-1d-non-empty-session-with-leaf-path-to",
+        append_before_first_operation,
+    ),
+    edit("PATH-1.a", "restore/unknown-leaf", clauses::restore_accepted),
+    mutant("PATH-1.b", "restore/leaf-named-only-as-parent", "path-errors-generic"),
     mutant(
-        "PATH-2",
+        "PATH-2.a",
         "restore/duplicate-id-off-chain",
         "restore-accepts-broken-tree",
     ),
+    mutant("PATH-2.b", "restore/duplicate-id-on-chain", "path-errors-generic"),
     mutant(
-        "PATH-3",
+        "PATH-3.a",
         "restore/missing-parent-on-chain",
         "restore-accepts-broken-tree",
     ),
-    mutant("PATH-4", "restore/cycle-on-chain", "restore-accepts-broken-tree"),
-    mutant("PATH-4", "restore/cycle-on-chain", "path-errors-generic"),
+    mutant("PATH-3.b", "restore/missing-parent-on-chain", "path-errors-generic"),
+    mutant("PATH-4.a", "restore/cycle-on-chain", "restore-accepts-broken-tree"),
+    mutant("PATH-4.b", "restore/cycle-on-chain", "path-errors-generic"),
     mutant(
         "PROJECT-1",
         "projection/temporary-suffix-each-request",
@@ -298,97 +368,255 @@ const BITES: &[Bite] = &[
         "arguments-not-validated",
     ),
     mutant("WIRE-8", "wiring/after-hook-rewrites-result", "after-rewrite-ignored"),
-    mutant(
-        "PERSIST-1",
+    mutant_also(
+        "PERSIST-1.b",
+        &["PERSIST-1.a"],
         "agent/abort-during-before-hook",
         "restored-history-reappended",
     ),
-    mutant("PERSIST-2", "agent/abort-during-before-hook", "two-appends-in-flight"),
-    mutant("PERSIST-3", "agent/abort-during-before-hook", "leaf-before-accept"),
+    edit(
+        "PERSIST-1.a",
+        "persist/suffix-only-after-restore",
+        clauses::first_user_message_changed,
+    ),
+    edit(
+        "PERSIST-1.b",
+        "persist/suffix-only-after-restore",
+        clauses::restored_message_appended,
+    ),
+    mutant("PERSIST-2.b", "agent/abort-during-before-hook", "two-appends-in-flight"),
+    edit(
+        "PERSIST-2.a",
+        "persist/parent-chain-across-three-prompts",
+        clauses::first_entry_parent_elsewhere,
+    ),
+    edit(
+        "PERSIST-2.b",
+        "persist/parent-chain-across-three-prompts",
+        clauses::second_entry_parent_skips,
+    ),
+    mutant("PERSIST-3.a", "agent/abort-during-before-hook", "leaf-before-accept"),
     mutant(
-        "PERSIST-4",
+        "PERSIST-3.a",
+        "persist/no-append-while-agent-runs",
+        "leaf-before-accept",
+    ),
+    mutant(
+        "PERSIST-4.a",
         "agent/abort-during-before-hook",
         "temporary-entries-stored",
     ),
-    mutant("PERSIST-5", "agent/abort-during-before-hook", "leaf-before-accept"),
+    edit(
+        "PERSIST-4.a",
+        "persist/custom-id-and-clock-rule",
+        clauses::id_not_from_the_rule,
+    ),
+    edit(
+        "PERSIST-4.b",
+        "persist/custom-id-and-clock-rule",
+        clauses::id_appended_twice,
+    ),
+    edit(
+        "PERSIST-4.c",
+        "persist/custom-id-and-clock-rule",
+        clauses::ids_out_of_order,
+    ),
+    mutant("PERSIST-5.a", "agent/abort-during-before-hook", "leaf-before-accept"),
+    mutant("PERSIST-5.a", "poison/disk-error-on-entry-2", "leaf-before-accept"),
+    edit(
+        "PERSIST-5.b",
+        "poison/reject-at-first-append",
+        clauses::append_after_failed_append,
+    ),
     mutant(
-        "PERSIST-6",
+        "PERSIST-6.a",
         "agent/abort-during-before-hook",
         "resolve-before-last-append",
     ),
     mutant(
-        "PERSIST-7",
+        "PERSIST-6.a",
+        "persist/resolves-only-after-last-append",
+        "resolve-before-last-append",
+    ),
+    edit(
+        "PERSIST-6.b",
+        "persist/resolves-only-after-last-append",
+        clauses::resolved_without_last_message,
+    ),
+    mutant(
+        "PERSIST-7.a",
         "agent/control-calls-settle-at-once",
         "temporary-entries-stored",
     ),
-    mutant("PERSIST-8", "wiring/walkthrough", "timestamps-not-from-clock"),
-    mutant("QUEUE-1", "lifecycle/dispose-waits-for-all-queued", "queue-lifo"),
-    mutant("QUEUE-2", "agent/abort-reaches-only-active-run", "before-count-at-call"),
     mutant(
-        "POISON-1",
+        "PERSIST-7.a",
+        "projection/temporary-suffix-each-request",
+        "temporary-entries-stored",
+    ),
+    mutant("PERSIST-8.a", "wiring/walkthrough", "timestamps-not-from-clock"),
+    edit(
+        "PERSIST-8.b",
+        "persist/custom-id-and-clock-rule",
+        clauses::timestamp_reused,
+    ),
+    edit(
+        "QUEUE-1.a",
+        "persist/three-prompts-arrival-order",
+        clauses::queue_releases_early,
+    ),
+    edit(
+        "QUEUE-1.b",
+        "persist/three-prompts-arrival-order",
+        clauses::first_signal_used_in_second_run,
+    ),
+    edit(
+        "QUEUE-1.c",
+        "persist/three-prompts-arrival-order",
+        clauses::later_prompt_settles_first,
+    ),
+    mutant_also(
+        "QUEUE-1.c",
+        &["QUEUE-1.a"],
+        "lifecycle/dispose-waits-for-all-queued",
+        "queue-lifo",
+    ),
+    mutant_also(
+        "QUEUE-2.b",
+        &["QUEUE-2.a"],
+        "agent/abort-reaches-only-active-run",
+        "before-count-at-call",
+    ),
+    edit(
+        "QUEUE-2.a",
+        "persist/three-prompts-arrival-order",
+        clauses::first_user_message_changed,
+    ),
+    edit(
+        "QUEUE-2.b",
+        "persist/three-prompts-arrival-order",
+        clauses::appended_response_changed,
+    ),
+    mutant(
+        "POISON-1.a",
         "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
         "resolve-before-last-append",
     ),
-    mutant(
-        "POISON-2",
+    mutant_also(
+        "POISON-2.a",
+        &["POISON-2.b"],
         "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
         "poison-not-stored",
     ),
+    edit(
+        "POISON-2.a",
+        "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
+        clauses::request_after_failed_append,
+    ),
     mutant(
-        "POISON-2",
+        "POISON-2.b",
         "durability/ack-lost-after-apply",
         "retry-after-failed-append",
     ),
+    mutant_also(
+        "POISON-2.b",
+        &["POISON-2.a"],
+        "poison/reject-at-first-append",
+        "retry-after-failed-append",
+    ),
+    edit(
+        "POISON-2.b",
+        "poison/reject-at-first-append",
+        clauses::append_after_failed_append,
+    ),
     mutant(
-        "POISON-3",
+        "POISON-3.a",
         "lifecycle/dispose-twice-while-poisoned",
         "queued-run-after-poison",
     ),
     mutant(
-        "POISON-4",
+        "POISON-4.a",
         "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
         "poison-not-stored",
     ),
     mutant(
-        "POISON-5",
+        "POISON-5.c",
         "poison/applied-then-fail-at-first-append",
         "poison-not-stored",
     ),
-    mutant("LIFE-1", "lifecycle/flush-after-dispose", "flush-creates-work"),
-    mutant("LIFE-2", "lifecycle/flush-ignores-later-prompts", "flush-creates-work"),
+    edit(
+        "POISON-5.a",
+        "poison/applied-then-fail-at-first-append",
+        clauses::stored_id_twice,
+    ),
+    edit(
+        "POISON-5.b",
+        "poison/applied-then-fail-at-first-append",
+        clauses::stored_orphan,
+    ),
+    edit(
+        "POISON-5.c",
+        "poison/applied-then-fail-at-first-append",
+        clauses::stored_second_copy,
+    ),
+    mutant("LIFE-1.a", "lifecycle/flush-after-dispose", "flush-creates-work"),
     mutant(
-        "LIFE-3",
+        "LIFE-2.a",
+        "lifecycle/flush-ignores-later-prompts",
+        "flush-creates-work",
+    ),
+    edit(
+        "LIFE-2.b",
+        "lifecycle/flush-on-idle-settles-at-once",
+        clauses::flush_settles_late,
+    ),
+    mutant(
+        "LIFE-3.a",
         "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
         "poison-not-stored",
     ),
+    edit(
+        "LIFE-3.b",
+        "modes/json-write-error-after-commit",
+        clauses::healthy_flush_rejected,
+    ),
     mutant(
-        "LIFE-4",
+        "LIFE-4.a",
         "lab13/lab13-3-3-flush-waits-dispose-closes",
         "dispose-closes-late",
     ),
     mutant(
-        "LIFE-4",
+        "LIFE-4.b",
         "lab13/lab13-3-3-flush-waits-dispose-closes",
         "disposed-code-renamed",
     ),
     mutant(
-        "LIFE-5",
+        "LIFE-5.a",
         "lab13/lab13-3-3-flush-waits-dispose-closes",
         "dispose-drops-queued",
     ),
     mutant(
-        "LIFE-5",
+        "LIFE-5.b",
         "lab13/lab13-3-3-flush-waits-dispose-closes",
         "dispose-rejects-queued",
     ),
     mutant(
-        "LIFE-6",
+        "LIFE-6.a",
         "lab13/lab13-3-3-flush-waits-dispose-closes",
         "dispose-not-idempotent",
     ),
+    edit(
+        "LIFE-6.b",
+        "lifecycle/dispose-twice-same-outcome",
+        clauses::second_dispose_settles_late,
+    ),
     mutant(
-        "LIFE-7",
+        "LIFE-7.a",
         "lab13/lab13-3-3-flush-waits-dispose-closes",
+        "dispose-drops-queued",
+    ),
+    mutant(
+        "LIFE-7.a",
+        "lifecycle/dispose-while-committing-with-queued-prompt",
         "dispose-drops-queued",
     ),
     mutant(
@@ -396,36 +624,90 @@ const BITES: &[Bite] = &[
         "observers/observer-throws-is-contained",
         "observer-error-rejects-prompt",
     ),
+    edit(
+        "MODE-1.a",
+        "modes/print-writes-final-assistant-text",
+        clauses::write_text_changed,
+    ),
     mutant(
-        "MODE-1",
+        "MODE-1.b",
         "lab13/lab13-4-1b-json-mode-on-restored-session",
         "json-messages-suffix-only",
     ),
     mutant(
-        "MODE-2",
+        "MODE-2.b",
         "lab13/lab13-4-1-modes-encode-one-result",
         "resolve-before-last-append",
     ),
+    edit(
+        "MODE-2.a",
+        "modes/write-error-returned-unchanged",
+        clauses::mode_prompted_twice,
+    ),
+    edit(
+        "MODE-2.b",
+        "modes/print-writes-final-assistant-text",
+        clauses::write_removed,
+    ),
     mutant(
-        "MODE-3",
+        "MODE-3.a",
         "lab13/lab13-4-2-unknown-mode-and-sink-error",
         "unknown-mode-falls-back-to-print",
     ),
     mutant(
-        "MODE-4",
+        "MODE-4.a",
         "lab13/lab13-4-2-unknown-mode-and-sink-error",
         "write-error-wrapped",
     ),
-    mutant("MODE-5", "modes/library-error-reason", "library-reason-always-stop"),
+    edit(
+        "MODE-4.b",
+        "modes/write-error-returned-unchanged",
+        clauses::first_entry_rolled_back,
+    ),
+    edit(
+        "MODE-5.a",
+        "modes/library-returns-last-assistant-text",
+        clauses::library_writes,
+    ),
+    mutant("MODE-5.b", "modes/library-error-reason", "library-reason-always-stop"),
+    edit(
+        "MODE-5.c",
+        "modes/library-returns-last-assistant-text",
+        clauses::library_text_changed,
+    ),
+    edit(
+        "MODE-5.d",
+        "modes/library-returns-last-assistant-text",
+        clauses::library_rejected,
+    ),
     mutant(
-        "MODE-6",
+        "MODE-6.a",
         "lab13/lab13-4-1-modes-encode-one-result",
         "mode-settles-before-write",
     ),
-    mutant("AGENT-1", "agent/max-steps-ends-run", "max-steps-off-by-one"),
-    mutant("AGENT-2", "agent/control-calls-settle-at-once", "steer-as-follow-up"),
+    mutant("AGENT-1.a", "agent/max-steps-ends-run", "max-steps-off-by-one"),
+    edit(
+        "AGENT-1.b",
+        "agent/max-steps-ends-run",
+        clauses::max_steps_reported_as_stop,
+    ),
+    edit(
+        "AGENT-1.c",
+        "agent/max-steps-not-reached",
+        clauses::stop_reported_as_max_steps,
+    ),
+    edit("AGENT-1.d", "agent/max-steps-not-reached", clauses::steps_miscounted),
+    mutant("AGENT-2.a", "agent/control-calls-settle-at-once", "steer-as-follow-up"),
+    edit(
+        "AGENT-2.b",
+        "agent/steer-joins-before-next-request",
+        clauses::steer_never_sent,
+    ),
     mutant("AGENT-3", "agent/control-calls-settle-at-once", "follow-up-as-steer"),
-    mutant("AGENT-4", "agent/abort-during-before-hook", "tool-starts-after-abort"),
+    edit("AGENT-4.a", "agent/abort-mid-tool", clauses::request_after_abort),
+    mutant("AGENT-4.b", "agent/abort-during-before-hook", "tool-starts-after-abort"),
+    edit("AGENT-4.c", "agent/abort-mid-tool", clauses::aborted_run_resolves_stop),
+    edit("AGENT-4.d", "agent/abort-mid-tool", clauses::abort_signal_never_fired),
     mutant(
         "AGENT-5",
         "agent/control-calls-settle-at-once",
@@ -433,18 +715,39 @@ const BITES: &[Bite] = &[
     ),
     mutant("AGENT-6", "modes/library-error-reason", "library-reason-always-stop"),
     mutant("AGENT-7", "agent/abort-during-before-hook", "control-settles-late"),
-    mutant("AGENT-8", "agent/abort-mid-stream", "abort-ignored"),
-    mutant("AGENT-8", "agent/abort-mid-tool", "abort-ignored"),
-    edit("AGENT-8", "agent/abort-mid-stream", abort_signal_removed),
+    mutant("AGENT-8.a", "agent/abort-mid-stream", "abort-ignored"),
+    mutant("AGENT-8.a", "agent/abort-mid-tool", "abort-ignored"),
+    edit("AGENT-8.a", "agent/abort-mid-stream", abort_signal_removed),
+    edit("AGENT-8.b", "agent/abort-mid-tool", clauses::request_before_signal),
     edit(
         "OBSERVE-1",
         "observers/slow-observer-changes-nothing",
         observer_told_another_message,
     ),
     edit(
-        "OBSERVE-2",
+        "OBSERVE-2.a",
         "observers/two-observers-steer-and-queue",
         agent_end_never_told,
+    ),
+    edit(
+        "OBSERVE-2.b",
+        "observers/slow-observer-and-failed-append",
+        clauses::agent_end_without_prompt,
+    ),
+    edit(
+        "OBSERVE-2.c",
+        "observers/slow-observer-changes-nothing",
+        clauses::agent_end_lacks_last_message,
+    ),
+    edit(
+        "OBSERVE-2.d",
+        "observers/slow-observer-changes-nothing",
+        clauses::turn_ends_swapped,
+    ),
+    edit(
+        "OBSERVE-2.e",
+        "observers/slow-observer-changes-nothing",
+        clauses::turn_end_without_tool_results,
     ),
     edit(
         "OBSERVE-3",
@@ -457,7 +760,7 @@ const BITES: &[Bite] = &[
         append_waits_for_observer,
     ),
     mutant(
-        "OBSERVE-2",
+        "OBSERVE-2.a",
         "observers/two-observers-steer-and-queue",
         "agent-end-told-once",
     ),
@@ -501,17 +804,12 @@ fn canonical(loaded: &LoadedScenario, implementation: &Implementation) -> CaseRe
     run_case(loaded, StrategyKind::Scripted, 0, implementation)
 }
 
-/// The rules (catalogue IDs only) a bite's bad trace breaks.
-fn rules_broken(loaded: &LoadedScenario, bad: &Bad) -> Vec<String> {
-    match bad {
+/// What a bite's bad trace breaks: (rule, clause) of every violation of a catalogue rule.
+fn broken_by(loaded: &LoadedScenario, bad: &Bad) -> Vec<(String, Option<&'static str>)> {
+    let violations = match bad {
         Bad::Mutant(name) => {
             let mutant = Mutant::from_name(name).unwrap_or_else(|| panic!("no mutant named {name}"));
-            canonical(loaded, &Implementation::mutant(mutant))
-                .violations
-                .into_iter()
-                .map(|violation| violation.rule)
-                .filter(|rule| RULE_IDS.contains(&rule.as_str()))
-                .collect()
+            canonical(loaded, &Implementation::mutant(mutant)).violations
         }
         Bad::Edit(edit) => {
             let case = canonical(loaded, &Implementation::reference());
@@ -519,16 +817,22 @@ fn rules_broken(loaded: &LoadedScenario, bad: &Bad) -> Vec<String> {
             let (mut trace, mut store) = (outcome.trace, outcome.store);
             edit(&mut trace, &mut store);
             check_all(&loaded.scenario, &trace, &store)
-                .into_iter()
-                .map(|violation| violation.rule)
-                .collect()
         }
-    }
+    };
+    violations
+        .into_iter()
+        .filter(|violation| RULE_IDS.contains(&violation.rule.as_str()))
+        .map(|violation| (violation.rule, violation.clause))
+        .collect()
 }
 
+/// Every bite breaks what it names and the reference's trace of its scenario is clean. A bite
+/// that names a clause must make exactly that clause of its rule fire (the rule's other clauses
+/// hold), and every violation of a rule split into clauses names its clause.
 #[test]
-fn every_bite_breaks_its_rule_and_the_reference_is_clean() {
+fn every_bite_breaks_its_clause_and_the_reference_is_clean() {
     let corpus = corpus();
+    let split = crate::tidy::clauses_by_rule();
     let mut failures = Vec::new();
     for bite in BITES {
         let loaded = scenario(&corpus, bite.scenario);
@@ -541,36 +845,72 @@ fn every_bite_breaks_its_rule_and_the_reference_is_clean() {
         if !reference_rules.is_empty() {
             failures.push(format!(
                 "{} on {}: the reference itself breaks {reference_rules:?}",
-                bite.rule, bite.scenario
+                bite.breaks, bite.scenario
             ));
             continue;
         }
-        let broken = rules_broken(loaded, &bite.bad);
-        if !broken.iter().any(|rule| rule == bite.rule) {
-            let how = match bite.bad {
-                Bad::Mutant(name) => format!("mutant {name}"),
-                Bad::Edit(_) => "the hand edit".to_string(),
-            };
+        let broken = broken_by(loaded, &bite.bad);
+        let how = match bite.bad {
+            Bad::Mutant(name) => format!("mutant {name}"),
+            Bad::Edit(_) => "the hand edit".to_string(),
+        };
+        let unnamed: Vec<&str> = broken
+            .iter()
+            .filter(|(rule, clause)| clause.is_none() && split.contains_key(rule))
+            .map(|(rule, _)| rule.as_str())
+            .collect();
+        if !unnamed.is_empty() {
             failures.push(format!(
-                "{} on {} with {how}: the checker did not fire (rules broken: {broken:?})",
-                bite.rule, bite.scenario
+                "{} on {} with {how}: violations of {unnamed:?} name no clause, though the rule is split",
+                bite.breaks, bite.scenario
+            ));
+        }
+        let rule = bite.breaks.split_once('.').map_or(bite.breaks, |(rule, _)| rule);
+        let mut clauses: Vec<&str> = broken
+            .iter()
+            .filter(|(broken_rule, _)| broken_rule == rule)
+            .map(|(_, clause)| clause.unwrap_or(rule))
+            .collect();
+        clauses.sort();
+        clauses.dedup();
+        let bit = if bite.breaks.contains('.') {
+            let mut expected: Vec<&str> = bite.also.iter().copied().chain([bite.breaks]).collect();
+            expected.sort();
+            clauses == expected
+        } else {
+            !clauses.is_empty()
+        };
+        if !bit {
+            failures.push(format!(
+                "{} on {} with {how}: broke {clauses:?} of {rule} (all rules broken: {:?})",
+                bite.breaks,
+                bite.scenario,
+                broken
+                    .iter()
+                    .map(|(rule, clause)| clause.unwrap_or(rule))
+                    .collect::<Vec<_>>()
             ));
         }
     }
-    assert!(failures.is_empty(), "bites that did not bite:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "bites that did not bite as named:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn every_rule_has_a_bite() {
+    let rule_of = |breaks: &'static str| breaks.split_once('.').map_or(breaks, |(rule, _)| rule);
     let missing: Vec<&str> = RULE_IDS
         .iter()
         .copied()
-        .filter(|rule| !BITES.iter().any(|bite| bite.rule == *rule))
+        .filter(|rule| !BITES.iter().any(|bite| rule_of(bite.breaks) == *rule))
         .collect();
     assert!(missing.is_empty(), "rules without a bite test: {missing:?}");
     let unknown: Vec<&str> = BITES
         .iter()
-        .map(|bite| bite.rule)
+        .map(|bite| rule_of(bite.breaks))
         .filter(|rule| !RULE_IDS.contains(rule))
         .collect();
     assert!(unknown.is_empty(), "bites name rules the catalogue lacks: {unknown:?}");
