@@ -153,7 +153,11 @@ pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         let Operation::FollowUp { text } = &info.operation else {
             continue;
         };
-        violations.extend(lost_by_run("AGENT-3", timeline, info, text));
+        // A follow-up the run lost is AGENT-3.b's alone.
+        if let Some(lost) = lost_by_run("AGENT-3.b", timeline, info, text) {
+            violations.push(lost);
+            continue;
+        }
         let later: Vec<&RequestInfo> = timeline
             .requests
             .iter()
@@ -184,7 +188,7 @@ pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             if would_stop {
                 if !carries {
                     violations.push(Violation::new(
-                        "AGENT-3",
+                        "AGENT-3.a",
                         &[info.delivered, request.line],
                         format!(
                             "follow-up {} was not delivered when the run would have stopped",
@@ -196,7 +200,7 @@ pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             }
             if carries {
                 violations.push(Violation::new(
-                    "AGENT-3",
+                    "AGENT-3.a",
                     &[info.delivered, request.line],
                     format!("follow-up {} was delivered mid-run, like a steer", info.op),
                 ));
@@ -405,7 +409,7 @@ pub fn tool_calls_run_in_order_once(timeline: &Timeline<'_>) -> Vec<Violation> {
             .collect();
         if executed != order {
             violations.push(Violation::new(
-                "AGENT-5",
+                "AGENT-5.a",
                 &[*response_line],
                 format!(
                     "tool calls ran as [{}], the message orders them [{}]",
@@ -430,7 +434,7 @@ pub fn tool_calls_run_in_order_once(timeline: &Timeline<'_>) -> Vec<Violation> {
                         .count();
                     if results != 1 {
                         violations.push(Violation::new(
-                            "AGENT-5",
+                            "AGENT-5.b",
                             &[*response_line],
                             format!(
                                 "tool call {} has {results} results in the transcript, expected 1",
@@ -464,7 +468,7 @@ pub fn error_stop_reason_ends_the_run(timeline: &Timeline<'_>) -> Vec<Violation>
             .filter(|later| later.op == request.op && later.line > *response_line)
         {
             violations.push(Violation::new(
-                "AGENT-6",
+                "AGENT-6.a",
                 &[*response_line, later.line],
                 format!(
                     "the run went on after a response with stopReason {}",
@@ -476,7 +480,7 @@ pub fn error_stop_reason_ends_the_run(timeline: &Timeline<'_>) -> Vec<Violation>
             if let Some(got) = run_reason(info) {
                 if got != reason {
                     violations.push(Violation::new(
-                        "AGENT-6",
+                        "AGENT-6.b",
                         &[*response_line],
                         format!(
                             "{} resolved with reason {}, expected {}",
@@ -507,7 +511,7 @@ pub fn control_calls_settle_at_once(timeline: &Timeline<'_>) -> Vec<Violation> {
         let settled_now = matches!(timeline.events.get(line), Some(Event::Settled { op, settlement: Settlement::Resolved(OpValue::Unit) }) if *op == info.op);
         if !settled_now {
             violations.push(Violation::new(
-                "AGENT-7",
+                "AGENT-7.a",
                 &[info.delivered],
                 format!("{} {} did not settle at once", info.operation.name(), info.op),
             ));

@@ -52,7 +52,7 @@ pub fn observers_see_what_is_stored(timeline: &Timeline<'_>) -> Vec<Violation> {
             match told.get(index) {
                 None => {
                     violations.push(Violation::new(
-                        "OBSERVE-1",
+                        "OBSERVE-1.a",
                         &[*line],
                         format!(
                             "the {} message appended ({}) was never announced to observer `{observer}` by message_end",
@@ -64,7 +64,7 @@ pub fn observers_see_what_is_stored(timeline: &Timeline<'_>) -> Vec<Violation> {
                 }
                 Some((told_line, told_message)) if told_message != message => {
                     violations.push(Violation::new(
-                        "OBSERVE-1",
+                        "OBSERVE-1.b",
                         &[*told_line, *line],
                         format!(
                             "observer `{observer}` was told of {} by message_end that differs from the {} message appended ({})",
@@ -266,7 +266,7 @@ pub fn observer_failure_is_contained(timeline: &Timeline<'_>) -> Vec<Violation> 
             .find(|(line, _, message)| *line < settled && !message.is_empty() && cause.message.contains(message))
         {
             violations.push(Violation::new(
-                "OBSERVE-3",
+                "OBSERVE-3.a",
                 &[*line, settled],
                 format!(
                     "{} was rejected with the error observer `{observer}` threw ({cause}): an observer's failure is not the runtime's",
@@ -313,7 +313,7 @@ pub fn nothing_waits_for_an_observer(timeline: &Timeline<'_>) -> Vec<Violation> 
         if let Some((offset, what)) = reaction {
             let line = answered + 1 + offset;
             violations.push(Violation::new(
-                "OBSERVE-4",
+                "OBSERVE-4.a",
                 &[info.line, answered, line],
                 format!(
                     "observer `{}`'s answer to its {} notification set off {what}: the runtime waited for an observer",

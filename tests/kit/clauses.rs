@@ -636,3 +636,108 @@ pub(crate) fn later_prompt_settles_first(trace: &mut Trace, _: &mut Vec<SessionE
     let at = settled_at(trace, first);
     trace.events.insert(at, event);
 }
+
+/// OBSERVE-1.a: the observers are never told of `message_end` (the notifications and their
+/// answers are gone).
+pub(crate) fn message_ends_never_told(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let ends: Vec<EffectId> = trace
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Notify {
+                effect,
+                agent_event: ObservedEvent::MessageEnd { .. },
+                ..
+            } => Some(*effect),
+            _ => None,
+        })
+        .collect();
+    trace.events.retain(|event| match event {
+        Event::Notify { effect, .. } | Event::NotifyAnswer { effect, .. } => !ends.contains(effect),
+        _ => true,
+    });
+}
+
+/// AGENT-3.b: the follow-up never reaches the model: no request carries it.
+pub(crate) fn follow_up_never_sent(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let text = trace
+        .events
+        .iter()
+        .find_map(|event| match event {
+            Event::Deliver {
+                operation: Operation::FollowUp { text },
+                ..
+            } => Some(text.clone()),
+            _ => None,
+        })
+        .expect("the scenario sends a follow-up");
+    for event in &mut trace.events {
+        if let Event::ModelRequest { messages, .. } = event {
+            messages.retain(|message| !(matches!(message, Message::User(_)) && message.text().contains(&text)));
+        }
+    }
+}
+
+/// AGENT-5.a: the core tool runs the message's first two calls in the reverse order (the two
+/// tool-call effects swapped, each with its answer where it was).
+pub(crate) fn tool_calls_swapped(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let calls: Vec<usize> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| matches!(event, Event::ToolCall { .. }))
+        .map(|(index, _)| index)
+        .collect();
+    let [first, second, ..] = calls.as_slice() else {
+        panic!("two tool calls");
+    };
+    let (first, second) = (*first, *second);
+    let swap = |event: &mut Event, other: &Event| {
+        if let (Event::ToolCall { call, .. }, Event::ToolCall { call: other_call, .. }) = (event, other) {
+            *call = other_call.clone();
+        }
+    };
+    let (a, b) = (trace.events[first].clone(), trace.events[second].clone());
+    swap(&mut trace.events[first], &b);
+    swap(&mut trace.events[second], &a);
+}
+
+/// AGENT-5.b: the first call's result is stored twice, the second call's never (the second
+/// result's entry holds a copy of the first's).
+pub(crate) fn tool_result_stored_twice(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let mut entries = appended(trace);
+    let results: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, entry)| matches!(entry.as_message(), Some(Message::ToolResult(_))))
+        .map(|(index, _)| index)
+        .collect();
+    let [first, second, ..] = results.as_slice() else {
+        panic!("two stored tool results");
+    };
+    let body = entries[*first].body.clone();
+    entries[*second].body = body;
+}
+
+/// AGENT-6.a: the run asks the model again after the response with stopReason `error` (a copy
+/// of its last request, left unanswered, right behind that response).
+pub(crate) fn request_after_error(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let answered = trace
+        .events
+        .iter()
+        .position(
+            |event| matches!(event, Event::ModelResponse { message, .. } if message.stop_reason == StopReason::Error),
+        )
+        .expect("the model answers with an error");
+    let signal = requests(trace).first().expect("a request").1;
+    let copy = request_copy(trace, signal, answered);
+    trace.events.insert(answered + 1, copy);
+}
+
+/// AGENT-6.b: the run that ended in an error resolves as if it had stopped.
+pub(crate) fn error_run_resolves_stop(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let mut results = run_results(trace);
+    let result = results.first_mut().expect("a prompt resolves");
+    assert_eq!(result.reason, RunReason::Error);
+    result.reason = RunReason::Stop;
+}
