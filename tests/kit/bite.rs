@@ -619,8 +619,18 @@ pub(crate) const BITES: &[Bite] = &[
         "lifecycle/dispose-while-committing-with-queued-prompt",
         "dispose-drops-queued",
     ),
+    edit(
+        "SETTLE-1.a",
+        "persist/two-prompts-near-simultaneous",
+        clauses::prompt_resolves_with_nothing,
+    ),
+    edit(
+        "SETTLE-1.b",
+        "lifecycle/every-operation-settles",
+        clauses::healthy_flush_rejected,
+    ),
     mutant(
-        "SETTLE-1",
+        "SETTLE-1.b",
         "observers/observer-throws-is-contained",
         "observer-error-rejects-prompt",
     ),
@@ -805,15 +815,40 @@ pub(crate) const BITES: &[Bite] = &[
         "observers/slow-observer-changes-nothing",
         "appends-wait-for-observers",
     ),
-    edit("DURABLE-1", "durability/crash-after-two-acks", acknowledged_entry_lost),
-    mutant("DURABLE-2", "durability/ack-lost-after-apply", "leaf-before-accept"),
-    mutant(
-        "DURABLE-3",
+    edit(
+        "DURABLE-1.a",
+        "durability/crash-after-two-acks",
+        acknowledged_entry_lost,
+    ),
+    mutant("DURABLE-2.b", "durability/ack-lost-after-apply", "leaf-before-accept"),
+    edit(
+        "DURABLE-2.a",
+        "durability/crash-after-two-acks",
+        clauses::reopened_restore_fails,
+    ),
+    edit(
+        "DURABLE-2.b",
+        "durability/crash-after-two-acks",
+        clauses::reopened_chain_short,
+    ),
+    edit(
+        "DURABLE-3.a",
+        "durability/ack-lost-after-apply",
+        clauses::lost_answer_rejects_otherwise,
+    ),
+    mutant_also(
+        "DURABLE-3.b",
+        &["DURABLE-3.a"],
         "durability/ack-lost-after-apply",
         "retry-after-failed-append",
     ),
     edit(
-        "DURABLE-4",
+        "DURABLE-3.b",
+        "durability/ack-lost-after-apply",
+        clauses::append_after_failed_append,
+    ),
+    edit(
+        "DURABLE-4.a",
         "durability/torn-tail-after-crash",
         file_unreadable_after_crash,
     ),

@@ -741,3 +741,77 @@ pub(crate) fn error_run_resolves_stop(trace: &mut Trace, _: &mut Vec<SessionEntr
     assert_eq!(result.reason, RunReason::Error);
     result.reason = RunReason::Stop;
 }
+
+/// SETTLE-1.a: the first prompt resolves with nothing, not with its run's result.
+pub(crate) fn prompt_resolves_with_nothing(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (_, op) = delivery(trace, "prompt", 0);
+    for event in &mut trace.events {
+        if let Event::Settled {
+            op: settled,
+            settlement,
+        } = event
+        {
+            if *settled == op {
+                assert!(
+                    matches!(settlement, Settlement::Resolved(OpValue::Run(_))),
+                    "the prompt resolves"
+                );
+                *settlement = Settlement::Resolved(OpValue::Unit);
+            }
+        }
+    }
+}
+
+/// The outcome of restoring a new runtime from the file read back.
+fn reopened_outcome(trace: &mut Trace) -> &mut Result<Vec<String>, Cause> {
+    trace
+        .events
+        .iter_mut()
+        .find_map(|event| match event {
+            Event::Reopened { outcome, .. } => Some(outcome),
+            _ => None,
+        })
+        .expect("the world reopened the session")
+}
+
+/// DURABLE-2.a: the new runtime cannot be restored at the last acknowledged leaf.
+pub(crate) fn reopened_restore_fails(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    *reopened_outcome(trace) = Err(Cause::new("path.unknown_leaf", "the leaf is not in the file"));
+}
+
+/// DURABLE-2.b: the new runtime's chain lacks the last acknowledged entry.
+pub(crate) fn reopened_chain_short(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    match reopened_outcome(trace) {
+        Ok(path) => {
+            path.pop().expect("the chain has entries");
+        }
+        Err(cause) => panic!("the reference's reopen fails: {cause}"),
+    }
+}
+
+/// DURABLE-3.a: the operation whose append's answer was lost rejects with another cause.
+pub(crate) fn lost_answer_rejects_otherwise(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    use agentsim::trace::AppendAnswer;
+    let cause = trace
+        .events
+        .iter()
+        .find_map(|event| match event {
+            Event::AppendAnswer {
+                answer: AppendAnswer::Lost { cause },
+                ..
+            } => Some(cause.clone()),
+            _ => None,
+        })
+        .expect("an append's answer was lost");
+    for event in &mut trace.events {
+        if let Event::Settled {
+            settlement: Settlement::Rejected(got),
+            ..
+        } = event
+        {
+            if *got == cause {
+                *got = Cause::new("store.failed", "the store failed");
+            }
+        }
+    }
+}
