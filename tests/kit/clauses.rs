@@ -3,7 +3,9 @@
 //! an implementation could have, written on the trace it would leave.
 
 use agentsim::model::{EntryBody, Message, SessionEntry, StopReason, UserContent};
-use agentsim::runtime::{Cause, EffectId, ObservedEvent, OpValue, RunReason, RunResult, Settlement, SignalId};
+use agentsim::runtime::{
+    Cause, EffectId, HookPhase, ObservedEvent, OpValue, RunReason, RunResult, Settlement, SignalId,
+};
 use agentsim::trace::{Event, Operation, Trace};
 
 /// The observed events of one kind, in trace order.
@@ -814,4 +816,189 @@ pub(crate) fn lost_answer_rejects_otherwise(trace: &mut Trace, _: &mut Vec<Sessi
             }
         }
     }
+}
+
+/// WIRE-2.b: a request carries a system prompt though nothing was configured.
+pub(crate) fn system_prompt_invented(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    for event in &mut trace.events {
+        if let Event::ModelRequest { system_prompt, .. } = event {
+            *system_prompt = Some("You are a helpful assistant.".into());
+        }
+    }
+}
+
+/// The hook events of the trace: (index, phase).
+fn hooks(trace: &Trace) -> Vec<(usize, HookPhase)> {
+    trace
+        .events
+        .iter()
+        .enumerate()
+        .filter_map(|(index, event)| match event {
+            Event::Hook { phase, .. } => Some((index, *phase)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// WIRE-4.a: the first call's two before hooks run in the reverse extension order (their
+/// extensions swapped).
+pub(crate) fn before_hooks_swapped(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let befores: Vec<usize> = hooks(trace)
+        .into_iter()
+        .filter(|(_, phase)| *phase == HookPhase::Before)
+        .map(|(index, _)| index)
+        .collect();
+    let [first, second, ..] = befores.as_slice() else {
+        panic!("two before hooks");
+    };
+    let name = |event: &Event| match event {
+        Event::Hook { extension, .. } => extension.clone(),
+        _ => unreachable!(),
+    };
+    let (first_name, second_name) = (name(&trace.events[*first]), name(&trace.events[*second]));
+    assert_ne!(first_name, second_name, "two extensions");
+    for (index, extension) in [(*first, second_name), (*second, first_name)] {
+        if let Event::Hook { extension: named, .. } = &mut trace.events[index] {
+            *named = extension;
+        }
+    }
+}
+
+/// WIRE-4.d: the first hook is given the call under another tool's name.
+pub(crate) fn hook_given_another_name(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (first, _) = hooks(trace).first().copied().expect("a hook");
+    if let Event::Hook { call, .. } = &mut trace.events[first] {
+        call.name = format!("{}_renamed", call.name);
+    }
+}
+
+/// WIRE-4.e: the first after hook is shown the result of another call.
+pub(crate) fn after_hook_shown_another_result(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (first, _) = hooks(trace)
+        .into_iter()
+        .find(|(_, phase)| *phase == HookPhase::After)
+        .expect("an after hook");
+    if let Event::Hook {
+        result: Some(result), ..
+    } = &mut trace.events[first]
+    {
+        result.tool_call_id = "another-call".into();
+    }
+}
+
+/// WIRE-5.b: after the before hook blocked the call, a hook runs for it once more (a copy of
+/// the blocking hook, left unanswered, right behind its answer).
+pub(crate) fn hook_after_block(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (blocking, effect) = trace
+        .events
+        .iter()
+        .enumerate()
+        .find_map(|(index, event)| match event {
+            Event::Hook {
+                effect,
+                phase: HookPhase::Before,
+                ..
+            } => Some((index, *effect)),
+            _ => None,
+        })
+        .expect("a before hook");
+    let answered = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::HookAnswer { effect: answered, .. } if *answered == effect))
+        .expect("the hook answers");
+    let mut copy = trace.events[blocking].clone();
+    if let Event::Hook { effect, .. } = &mut copy {
+        *effect = EffectId(10_000);
+    }
+    trace.events.insert(answered + 1, copy);
+}
+
+/// WIRE-5.c, WIRE-7.b: the first call's result, as after hooks are shown it and as the run
+/// stores it, is no error.
+pub(crate) fn recorded_result_not_error(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    for event in &mut trace.events {
+        match event {
+            Event::Hook {
+                result: Some(result), ..
+            } => result.is_error = false,
+            Event::Append { entry, .. } => {
+                if let EntryBody::Message {
+                    message: Message::ToolResult(result),
+                } = &mut entry.body
+                {
+                    result.is_error = false;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// WIRE-7.a: the core tool runs the model's first call (an unknown tool), right after the
+/// response that made it.
+pub(crate) fn core_runs_the_call(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (at, call) = trace
+        .events
+        .iter()
+        .enumerate()
+        .find_map(|(index, event)| match event {
+            Event::ModelResponse { message, .. } => message.tool_calls().first().map(|call| (index, (*call).clone())),
+            _ => None,
+        })
+        .expect("the model calls a tool");
+    let signal = requests(trace).first().expect("a request").1;
+    trace.events.insert(
+        at + 1,
+        Event::ToolCall {
+            effect: EffectId(10_000),
+            signal,
+            call,
+        },
+    );
+}
+
+/// WIRE-4.c: the first after hook runs before the core tool (moved right in front of it).
+pub(crate) fn after_hook_before_core(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (after, _) = hooks(trace)
+        .into_iter()
+        .find(|(_, phase)| *phase == HookPhase::After)
+        .expect("an after hook");
+    let core = trace.events[..after]
+        .iter()
+        .rposition(|event| matches!(event, Event::ToolCall { .. }))
+        .expect("the core tool ran before it");
+    let hook = trace.events.remove(after);
+    trace.events.insert(core, hook);
+}
+
+/// WIRE-5.a: the core tool runs the call the before hook denied, right after the deny.
+pub(crate) fn core_after_block(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (effect, call) = trace
+        .events
+        .iter()
+        .find_map(|event| match event {
+            Event::Hook {
+                effect,
+                phase: HookPhase::Before,
+                call,
+                ..
+            } => Some((*effect, call.clone())),
+            _ => None,
+        })
+        .expect("a before hook");
+    let answered = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::HookAnswer { effect: answered, .. } if *answered == effect))
+        .expect("the hook answers");
+    let signal = requests(trace).first().expect("a request").1;
+    trace.events.insert(
+        answered + 1,
+        Event::ToolCall {
+            effect: EffectId(10_000),
+            signal,
+            call,
+        },
+    );
 }

@@ -284,14 +284,6 @@ const NOT_YET_SPLIT: &[&str] = &[
     "CONTEXT-1",
     "CONTEXT-2",
     "CONTEXT-3",
-    "WIRE-1",
-    "WIRE-2",
-    "WIRE-3",
-    "WIRE-4",
-    "WIRE-5",
-    "WIRE-6",
-    "WIRE-7",
-    "WIRE-8",
 ];
 
 /// Rule ID -> its clause IDs, in order, as conformance.md lists them: one line
