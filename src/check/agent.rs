@@ -58,9 +58,15 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             ));
         }
-        // Over the bound is AGENT-1.a's alone; at the bound, a last response without tool calls
-        // would have stopped the run anyway.
-        let uncut = requests.len() < steps_max || (requests.len() == steps_max && !cut);
+        // Over the bound is AGENT-1.a's alone. At the bound, a last response without tool calls
+        // would have stopped the run anyway, unless a steer or a follow-up was waiting (the
+        // run would have gone on with it): a run that may have had one is not judged there.
+        let settled_at = info.settled.as_ref().map_or(usize::MAX, |(line, _)| *line);
+        let message_waiting = timeline.ops.iter().any(|other| {
+            matches!(other.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
+                && other.delivered < settled_at
+        });
+        let uncut = requests.len() < steps_max || (requests.len() == steps_max && !cut && !message_waiting);
         if run_reason(info) == Some(RunReason::MaxSteps) && uncut {
             violations.push(Violation::new(
                 "AGENT-1.c",

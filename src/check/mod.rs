@@ -37,8 +37,8 @@ pub struct Violation {
     /// request check of the scripted model.
     pub rule: String,
     /// The clause of the rule the trace breaks (`OBSERVE-2.b`, one item of the rule's
-    /// `Clauses:` in conformance.md); `None` for a scenario's own check and for a rule whose
-    /// statement is not yet split into clauses.
+    /// `Clauses:` in conformance.md); `None` for a scenario's own check (`expect`, a request
+    /// check of the scripted model, `determinism`).
     pub clause: Option<&'static str>,
     /// 1-based trace lines that show it.
     pub lines: Vec<usize>,
@@ -56,6 +56,11 @@ impl Violation {
             Some((rule, _)) => (rule, Some(id)),
             None => (id, None),
         };
+        // Every branch of a checker names the clause it decides (conformance.md's clauses).
+        debug_assert!(
+            clause.is_some() || self::rule(rule).is_none(),
+            "a violation of {rule} names no clause"
+        );
         Violation {
             rule: rule.to_string(),
             clause,

@@ -1002,3 +1002,110 @@ pub(crate) fn core_after_block(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
         },
     );
 }
+
+/// PROJECT-5.b: the second run's requests and tool calls carry the first run's signal.
+pub(crate) fn second_run_reuses_the_signal(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (_, first, second) = second_run_start(trace);
+    for event in &mut trace.events {
+        match event {
+            Event::ModelRequest { signal, .. } | Event::ToolCall { signal, .. } if *signal == second => *signal = first,
+            _ => {}
+        }
+    }
+}
+
+/// The messages of every model request.
+fn request_messages(trace: &mut Trace) -> Vec<&mut Vec<Message>> {
+    trace
+        .events
+        .iter_mut()
+        .filter_map(|event| match event {
+            Event::ModelRequest { messages, .. } => Some(messages),
+            _ => None,
+        })
+        .collect()
+}
+
+/// CONTEXT-1.a: the first request carries one more, large, message than the budget leaves room
+/// for.
+pub(crate) fn request_over_budget(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let mut requests = request_messages(trace);
+    let messages = requests.first_mut().expect("a request");
+    let mut large = messages.first().cloned().expect("the request carries a message");
+    if let Message::User(user) = &mut large {
+        user.content = UserContent::Text("padding ".repeat(10_000));
+    } else {
+        panic!("the first message is a user message");
+    }
+    messages.insert(0, large);
+}
+
+/// CONTEXT-1.b: the last request drops its oldest message, though everything fit.
+pub(crate) fn oldest_message_dropped(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let mut requests = request_messages(trace);
+    let messages = requests.last_mut().expect("a request");
+    assert!(messages.len() > 1, "the request carries more than one message");
+    messages.remove(0);
+}
+
+/// The request whose messages hold a tool call, and where that call's message is.
+fn request_with_call(trace: &mut Trace) -> (&mut Vec<Message>, usize) {
+    request_messages(trace)
+        .into_iter()
+        .find_map(|messages| {
+            let at = messages.iter().position(|message| {
+                message
+                    .as_assistant()
+                    .is_some_and(|assistant| !assistant.tool_calls().is_empty())
+            })?;
+            Some((messages, at))
+        })
+        .expect("a request carries a tool call")
+}
+
+/// CONTEXT-2.a: a request carries a tool call without its result.
+pub(crate) fn request_lacks_a_result(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (messages, at) = request_with_call(trace);
+    let result = messages[at..]
+        .iter()
+        .position(|message| matches!(message, Message::ToolResult(_)))
+        .expect("the call's result follows it");
+    messages.remove(at + result);
+}
+
+/// CONTEXT-2.b: a request carries tool results without the call that made them.
+pub(crate) fn request_lacks_the_call(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (messages, at) = request_with_call(trace);
+    messages.remove(at);
+}
+
+/// CONTEXT-3.a: the requests leave the compaction summary out.
+pub(crate) fn summary_left_out(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    for messages in request_messages(trace) {
+        messages.remove(0);
+    }
+}
+
+// The signature is every edit's (bite.rs's `Bad::Edit`), which may grow the store.
+#[allow(clippy::ptr_arg)]
+/// CONTEXT-3.b: the requests carry the session's first message, from before `firstKeptEntryId`,
+/// right after the summary.
+pub(crate) fn compacted_message_sent(trace: &mut Trace, store: &mut Vec<SessionEntry>) {
+    let compacted = store
+        .iter()
+        .find_map(SessionEntry::as_message)
+        .cloned()
+        .expect("the session had a message");
+    for messages in request_messages(trace) {
+        assert!(!messages.contains(&compacted), "the message was compacted away");
+        messages.insert(1, compacted.clone());
+    }
+}
+
+/// PROJECT-7.a: the last request carries its first message a second time, at its end.
+pub(crate) fn message_sent_twice(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let mut requests = request_messages(trace);
+    let messages = requests.last_mut().expect("a request");
+    let first = messages.first().cloned().expect("the request carries a message");
+    messages.push(first);
+}

@@ -6,9 +6,11 @@
 //! rule. `UPDATE_CONFORMANCE=1 cargo test --test kit tidy` rewrites the `Scenarios:` lines.
 //!
 //! Clauses (issue 21): each rule's statement is split into clauses `AREA-N.a`, `.b`, ... (its
-//! `Clause:` line or `Clauses:` list), and each clause has a checker branch that names it, a bite
-//! that breaks it alone (`tests/kit/bite.rs`) and a scenario of its rule; every clause id the
-//! checkers or the bites use is one of conformance.md.
+//! `Clause:` line or `Clauses:` list), and each clause has a branch in its rule's checker that
+//! names it (and no branch there names the bare rule), a bite that breaks it alone
+//! (`tests/kit/bite.rs`) on a scenario that names its rule; every clause id the checkers or the
+//! bites use is one of conformance.md. `Violation::new` refuses, in debug builds, a violation of
+//! a catalogue rule that names no clause.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -270,22 +272,6 @@ fn tidy_every_deviation_has_its_source_and_verdict() {
     );
 }
 
-/// Rules whose statement is not yet split into clauses (issue 21, item 1). Each still has its
-/// checker, scenarios and a bite of the whole rule; the list only shrinks: a rule listed here that
-/// conformance.md splits fails the test, and so does a rule neither listed nor split.
-const NOT_YET_SPLIT: &[&str] = &[
-    "PROJECT-1",
-    "PROJECT-2",
-    "PROJECT-3",
-    "PROJECT-4",
-    "PROJECT-5",
-    "PROJECT-6",
-    "PROJECT-7",
-    "CONTEXT-1",
-    "CONTEXT-2",
-    "CONTEXT-3",
-];
-
 /// Rule ID -> its clause IDs, in order, as conformance.md lists them: one line
 /// `- Clause: **ID.a** ...` for a rule that promises one thing, or a `- Clauses:` list whose
 /// items are `**ID.a** ...` (a clause) or `*Explanation:* ...` (why, not a promise).
@@ -379,22 +365,13 @@ fn tidy_every_clause_has_a_checker_branch_a_bite_and_a_scenario() {
     let by_rule = scenarios_by_rule();
     let mut problems = Vec::new();
     for rule in catalogue() {
-        let listed = NOT_YET_SPLIT.contains(&rule.id);
         let Some(ids) = clauses.get(rule.id) else {
-            if !listed {
-                problems.push(format!(
-                    "{}: no `Clause:` line or `Clauses:` list in conformance.md",
-                    rule.id
-                ));
-            }
-            continue;
-        };
-        if listed {
             problems.push(format!(
-                "{}: split into clauses, so strike it from NOT_YET_SPLIT",
+                "{}: no `Clause:` line or `Clauses:` list in conformance.md",
                 rule.id
             ));
-        }
+            continue;
+        };
         let expected: Vec<String> = (b'a'..)
             .take(ids.len())
             .map(|letter| format!("{}.{}", rule.id, letter as char))
@@ -433,7 +410,7 @@ fn tidy_every_clause_has_a_checker_branch_a_bite_and_a_scenario() {
             }
         }
         if BITES.iter().any(|bite| bite.breaks == rule.id) {
-            problems.push(format!("{}: split, so its bites name a clause, not the rule", rule.id));
+            problems.push(format!("{}: a bite names the rule, not one of its clauses", rule.id));
         }
     }
     // The other direction: every clause the checkers or the bites name is one of conformance.md.
