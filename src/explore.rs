@@ -342,6 +342,7 @@ fn run_net_one(
 fn nondeterministic(message: &str) -> Violation {
     Violation {
         rule: "determinism".into(),
+        clause: None,
         lines: Vec::new(),
         message: message.into(),
         evident_at: None,

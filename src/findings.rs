@@ -294,6 +294,7 @@ mod tests {
     fn one_cause_in_many_scenarios_is_one_finding() {
         let violation = |rule: &str, message: &str| Violation {
             rule: rule.into(),
+            clause: None,
             lines: vec![3],
             message: message.into(),
             evident_at: Some(3),

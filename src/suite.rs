@@ -366,6 +366,7 @@ fn run_case_with(
         for finding in &outcome.findings {
             violations.push(Violation {
                 rule: finding.rule.clone(),
+                clause: None,
                 lines: vec![finding.line],
                 message: finding.message.clone(),
                 evident_at: None,

@@ -4,7 +4,8 @@
 //! included (`scenarios/lab13/`). `api` holds the few facts no trace can show (the in-process
 //! Runtime's embedding API, the Agent's own refusal, the chapter's fault injection), each with
 //! why, and maps the ten facts to their files; `session_file` the round trip of a Pi session
-//! file. `tidy` keeps conformance.md, the checkers and the scenarios in step; `bad_input` runs
+//! file. `tidy` keeps conformance.md, the checkers and the scenarios in step (`bite` proves each
+//! rule's clauses on bad traces, the hand-edited ones in `clauses`); `bad_input` runs
 //! the CLI on broken scenario files; `protocol` drives `agentsim serve` and hostile adapters
 //! through the adapter protocol; `check_session` runs `agentsim check-session` on the session
 //! files of tests/fixtures/sessions; `hardening` feeds hostile input (one test per finding of
@@ -28,6 +29,8 @@ mod cause;
 mod check_session;
 #[path = "kit/ci_doc.rs"]
 mod ci_doc;
+#[path = "kit/clauses.rs"]
+mod clauses;
 #[path = "kit/fairness.rs"]
 mod fairness;
 #[path = "kit/fields.rs"]

@@ -32,12 +32,50 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
         let requests = timeline.requests_of(info.op);
         if requests.len() > steps_max {
             violations.push(Violation::new(
-                "AGENT-1",
+                "AGENT-1.a",
                 &[requests[steps_max].line],
                 format!(
                     "{} made {} model requests; maxSteps is {steps_max}",
                     info.op,
                     requests.len()
+                ),
+            ));
+        }
+        // A run cut by the bound: its maxSteps-th response asked for tools, and it stopped
+        // anyway (abort, error and the other reasons are AGENT-4's and AGENT-6's).
+        let cut = requests.len() == steps_max
+            && requests
+                .last()
+                .and_then(|request| request.response)
+                .is_some_and(|(_, response)| !response.tool_calls().is_empty());
+        if cut && run_reason(info) == Some(RunReason::Stop) {
+            violations.push(Violation::new(
+                "AGENT-1.b",
+                &[info.settled.as_ref().map(|(line, _)| *line).unwrap_or(info.delivered)],
+                format!(
+                    "{}'s run was cut by the bound (its request {steps_max} of {steps_max} asked for tools) but ended with reason stop, not max_steps",
+                    info.op
+                ),
+            ));
+        }
+        // Over the bound is AGENT-1.a's alone. At the bound, a last response without tool calls
+        // would have stopped the run anyway, unless a steer or a follow-up was waiting (the
+        // run would have gone on with it): a run that may have had one is not judged there.
+        let settled_at = info.settled.as_ref().map_or(usize::MAX, |(line, _)| *line);
+        let message_waiting = timeline.ops.iter().any(|other| {
+            matches!(other.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
+                && other.delivered < settled_at
+        });
+        let uncut = requests.len() < steps_max || (requests.len() == steps_max && !cut && !message_waiting);
+        if run_reason(info) == Some(RunReason::MaxSteps) && uncut {
+            violations.push(Violation::new(
+                "AGENT-1.c",
+                &[info.settled.as_ref().map(|(line, _)| *line).unwrap_or(info.delivered)],
+                format!(
+                    "{} ended with max_steps after {} of {steps_max} requests, the last asking for {}",
+                    info.op,
+                    requests.len(),
+                    if cut { "tools" } else { "no tool" }
                 ),
             ));
         }
@@ -47,7 +85,7 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
         if let (true, Some((line, Settlement::Resolved(OpValue::Run(result))))) = (prompt, info.settled) {
             if result.steps as usize != requests.len() {
                 violations.push(Violation::new(
-                    "AGENT-1",
+                    "AGENT-1.d",
                     &[line],
                     format!(
                         "{} reported {}, but its run made {}",
@@ -58,17 +96,6 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ));
             }
         }
-        if run_reason(info) == Some(RunReason::MaxSteps) && requests.len() != steps_max {
-            violations.push(Violation::new(
-                "AGENT-1",
-                &[info.settled.as_ref().map(|(line, _)| *line).unwrap_or(info.delivered)],
-                format!(
-                    "{} ended with max_steps after {} of {steps_max} requests",
-                    info.op,
-                    requests.len()
-                ),
-            ));
-        }
     }
     violations
 }
@@ -77,7 +104,7 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
 /// without: the run stopped (reason `stop`) after the message arrived, yet none of its later
 /// requests carried it. (A run cut short by abort, error, length or the step bound leaves it
 /// for the next run.)
-fn lost_by_run(rule: &str, timeline: &Timeline<'_>, info: &OpInfo<'_>, text: &str) -> Option<Violation> {
+fn lost_by_run(rule: &'static str, timeline: &Timeline<'_>, info: &OpInfo<'_>, text: &str) -> Option<Violation> {
     let run = run_in_agent_phase(timeline, info.delivered)?;
     let requests = timeline.requests_of(run.op);
     let (last_response, _) = requests.last()?.response?;
@@ -107,13 +134,17 @@ pub fn steer_joins_the_next_request(timeline: &Timeline<'_>) -> Vec<Violation> {
         let Operation::Steer { text } = &info.operation else {
             continue;
         };
-        violations.extend(lost_by_run("AGENT-2", timeline, info, text));
+        // A steer the run lost is AGENT-2.b's alone.
+        if let Some(lost) = lost_by_run("AGENT-2.b", timeline, info, text) {
+            violations.push(lost);
+            continue;
+        }
         let Some(next) = timeline.requests.iter().find(|request| request.line > info.delivered) else {
             continue;
         };
         if !has_user_text(next, text) {
             violations.push(Violation::new(
-                "AGENT-2",
+                "AGENT-2.a",
                 &[info.delivered, next.line],
                 format!("the next model request after steer {} does not carry {text:?}", info.op),
             ));
@@ -128,7 +159,11 @@ pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         let Operation::FollowUp { text } = &info.operation else {
             continue;
         };
-        violations.extend(lost_by_run("AGENT-3", timeline, info, text));
+        // A follow-up the run lost is AGENT-3.b's alone.
+        if let Some(lost) = lost_by_run("AGENT-3.b", timeline, info, text) {
+            violations.push(lost);
+            continue;
+        }
         let later: Vec<&RequestInfo> = timeline
             .requests
             .iter()
@@ -159,7 +194,7 @@ pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             if would_stop {
                 if !carries {
                     violations.push(Violation::new(
-                        "AGENT-3",
+                        "AGENT-3.a",
                         &[info.delivered, request.line],
                         format!(
                             "follow-up {} was not delivered when the run would have stopped",
@@ -171,7 +206,7 @@ pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             }
             if carries {
                 violations.push(Violation::new(
-                    "AGENT-3",
+                    "AGENT-3.a",
                     &[info.delivered, request.line],
                     format!("follow-up {} was delivered mid-run, like a steer", info.op),
                 ));
@@ -191,7 +226,7 @@ pub fn aborted_run_stops(timeline: &Timeline<'_>) -> Vec<Violation> {
             .filter(|request| request.signal == *signal && request.line > *line)
         {
             violations.push(Violation::new(
-                "AGENT-4",
+                "AGENT-4.a",
                 &[*line, request.line],
                 format!("a model request with {signal} after it was aborted"),
             ));
@@ -202,7 +237,7 @@ pub fn aborted_run_stops(timeline: &Timeline<'_>) -> Vec<Violation> {
             .filter(|call| call.signal == *signal && call.line > *line)
         {
             violations.push(Violation::new(
-                "AGENT-4",
+                "AGENT-4.b",
                 &[*line, call.line],
                 format!("tool call {} started with {signal} after it was aborted", call.call.id),
             ));
@@ -216,7 +251,7 @@ pub fn aborted_run_stops(timeline: &Timeline<'_>) -> Vec<Violation> {
             if let Some(reason) = run_reason(info) {
                 if reason != RunReason::Aborted {
                     violations.push(Violation::new(
-                        "AGENT-4",
+                        "AGENT-4.c",
                         &[*line, info.settled.as_ref().map(|(at, _)| *at).unwrap_or(*line)],
                         format!("{} was aborted but resolved with reason {}", info.op, reason.as_str()),
                     ));
@@ -251,7 +286,7 @@ pub fn aborted_run_stops(timeline: &Timeline<'_>) -> Vec<Violation> {
             .is_some_and(|(_, response)| response.stop_reason == StopReason::Aborted);
         if !fired && !reported {
             violations.push(Violation::new(
-                "AGENT-4",
+                "AGENT-4.d",
                 &[settled],
                 format!(
                     "{} resolved with reason aborted, but its signal never fired and the model reported no abort",
@@ -332,7 +367,7 @@ pub fn abort_fires_the_run_signal(timeline: &Timeline<'_>) -> Vec<Violation> {
             .map(|(line, _)| *line);
         match (fired_at, first_work) {
             (None, _) => violations.push(Violation::new(
-                "AGENT-8",
+                "AGENT-8.a",
                 &[abort.delivered],
                 format!(
                     "abort {} arrived while {}'s run was active, but {signal} did not fire",
@@ -340,7 +375,7 @@ pub fn abort_fires_the_run_signal(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             )),
             (Some(fired), Some(work)) if work < fired => violations.push(Violation::new(
-                "AGENT-8",
+                "AGENT-8.b",
                 &[abort.delivered, work, fired],
                 format!("{}'s run issued more work before {signal} fired", run.op),
             )),
@@ -380,7 +415,7 @@ pub fn tool_calls_run_in_order_once(timeline: &Timeline<'_>) -> Vec<Violation> {
             .collect();
         if executed != order {
             violations.push(Violation::new(
-                "AGENT-5",
+                "AGENT-5.a",
                 &[*response_line],
                 format!(
                     "tool calls ran as [{}], the message orders them [{}]",
@@ -405,7 +440,7 @@ pub fn tool_calls_run_in_order_once(timeline: &Timeline<'_>) -> Vec<Violation> {
                         .count();
                     if results != 1 {
                         violations.push(Violation::new(
-                            "AGENT-5",
+                            "AGENT-5.b",
                             &[*response_line],
                             format!(
                                 "tool call {} has {results} results in the transcript, expected 1",
@@ -439,7 +474,7 @@ pub fn error_stop_reason_ends_the_run(timeline: &Timeline<'_>) -> Vec<Violation>
             .filter(|later| later.op == request.op && later.line > *response_line)
         {
             violations.push(Violation::new(
-                "AGENT-6",
+                "AGENT-6.a",
                 &[*response_line, later.line],
                 format!(
                     "the run went on after a response with stopReason {}",
@@ -451,7 +486,7 @@ pub fn error_stop_reason_ends_the_run(timeline: &Timeline<'_>) -> Vec<Violation>
             if let Some(got) = run_reason(info) {
                 if got != reason {
                     violations.push(Violation::new(
-                        "AGENT-6",
+                        "AGENT-6.b",
                         &[*response_line],
                         format!(
                             "{} resolved with reason {}, expected {}",
@@ -482,7 +517,7 @@ pub fn control_calls_settle_at_once(timeline: &Timeline<'_>) -> Vec<Violation> {
         let settled_now = matches!(timeline.events.get(line), Some(Event::Settled { op, settlement: Settlement::Resolved(OpValue::Unit) }) if *op == info.op);
         if !settled_now {
             violations.push(Violation::new(
-                "AGENT-7",
+                "AGENT-7.a",
                 &[info.delivered],
                 format!("{} {} did not settle at once", info.operation.name(), info.op),
             ));

@@ -24,7 +24,7 @@ pub fn fixed_costs_first_and_budget_used(timeline: &Timeline<'_>) -> Vec<Violati
         let kept: u64 = messages.iter().map(estimate_message_tokens).sum();
         if kept > available {
             violations.push(Violation::new(
-                "CONTEXT-1",
+                "CONTEXT-1.a",
                 &[request.line],
                 format!("the messages take {kept} tokens, but only {available} remain after {fixed} of fixed costs"),
             ));
@@ -33,7 +33,7 @@ pub fn fixed_costs_first_and_budget_used(timeline: &Timeline<'_>) -> Vec<Violati
         if let Some(expected) = super::project::expected_request_messages(timeline, request) {
             if request.messages.len() < expected.len() && expected.ends_with(request.messages) {
                 violations.push(Violation::new(
-                    "CONTEXT-1",
+                    "CONTEXT-1.b",
                     &[request.line],
                     format!(
                         "the request keeps {}; {} fit the budget (an interaction that fits was dropped)",
@@ -59,7 +59,7 @@ pub fn tool_call_never_split_from_result(timeline: &Timeline<'_>) -> Vec<Violati
                         );
                         if !answered {
                             violations.push(Violation::new(
-                                "CONTEXT-2",
+                                "CONTEXT-2.a",
                                 &[request.line],
                                 format!("tool call {} is in the request without its result", call.id),
                             ));
@@ -74,7 +74,7 @@ pub fn tool_call_never_split_from_result(timeline: &Timeline<'_>) -> Vec<Violati
                     });
                     if !called {
                         violations.push(Violation::new(
-                            "CONTEXT-2",
+                            "CONTEXT-2.b",
                             &[request.line],
                             format!(
                                 "the result of {} is in the request without its call",
@@ -112,7 +112,7 @@ pub fn compaction_is_respected(timeline: &Timeline<'_>) -> Vec<Violation> {
             .is_some_and(|first| first.text().contains(&summary));
         if !starts_with_summary {
             violations.push(Violation::new(
-                "CONTEXT-3",
+                "CONTEXT-3.a",
                 &[request.line],
                 "the path holds a compaction, but the request does not start with its summary",
             ));
@@ -127,7 +127,7 @@ pub fn compaction_is_respected(timeline: &Timeline<'_>) -> Vec<Violation> {
             let Some(message) = entry.as_message() else { continue };
             if !kept.contains(&message) && request.messages.contains(message) {
                 violations.push(Violation::new(
-                    "CONTEXT-3",
+                    "CONTEXT-3.b",
                     &[request.line],
                     format!(
                         "entry `{}` is before firstKeptEntryId `{first_kept}` but reached the model",

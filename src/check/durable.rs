@@ -50,7 +50,7 @@ pub fn acknowledged_entries_survive(timeline: &Timeline<'_>) -> Vec<Violation> {
         .iter()
         .filter_map(|append| match append.answer {
             Some((acked, AppendAnswer::Ok)) if !stored.contains(append.entry.id.as_str()) => Some(Violation::new(
-                "DURABLE-1",
+                "DURABLE-1.a",
                 &[append.line, acked, line],
                 format!(
                     "entry `{}` was acknowledged but the session file read back does not hold it",
@@ -82,12 +82,12 @@ pub fn nothing_below_an_unknown_fate(timeline: &Timeline<'_>) -> Vec<Violation> 
     let leaf = leaf.unwrap_or("null");
     match outcome {
         Err(cause) => vec![Violation::new(
-            "DURABLE-2",
+            "DURABLE-2.a",
             &[line],
             format!("a new runtime could not be restored from the file at leaf `{leaf}`: {cause}"),
         )],
         Ok(path) if *path != expected => vec![Violation::new(
-            "DURABLE-2",
+            "DURABLE-2.b",
             &[line],
             format!(
                 "restored at `{leaf}`, the file gives the chain [{}]; the acknowledged chain is [{}]",
@@ -114,7 +114,7 @@ pub fn reopened_session_is_the_acknowledged_one(timeline: &Timeline<'_>) -> Vec<
         match info.settled {
             Some((_, Settlement::Rejected(got))) if got == cause => {}
             Some((settled, settlement)) => violations.push(Violation::new(
-                "DURABLE-3",
+                "DURABLE-3.a",
                 &[answered, settled],
                 format!(
                     "the answer to `{}` was lost ({cause}), but {} settled {}",
@@ -127,7 +127,7 @@ pub fn reopened_session_is_the_acknowledged_one(timeline: &Timeline<'_>) -> Vec<
         }
         for later in timeline.appends.iter().filter(|later| later.line > answered) {
             violations.push(Violation::new(
-                "DURABLE-3",
+                "DURABLE-3.b",
                 &[answered, later.line],
                 format!(
                     "append of `{}` after the answer to `{}` was lost: an ambiguous append must not be retried or followed",
@@ -165,7 +165,7 @@ pub fn torn_tail_is_cut_off(timeline: &Timeline<'_>) -> Vec<Violation> {
             let mut lines = torn;
             lines.push(line);
             vec![Violation::new(
-                "DURABLE-4",
+                "DURABLE-4.a",
                 &lines,
                 format!("the session file could not be read back: {cause}"),
             )]

@@ -38,7 +38,7 @@ pub fn flush_waits_for_accepted_work(timeline: &Timeline<'_>) -> Vec<Violation> 
         for prompt in accepted_before(timeline, flush.delivered) {
             if prompt.run_finished.is_none_or(|finished| finished > *settled) {
                 violations.push(Violation::new(
-                    "LIFE-1",
+                    "LIFE-1.a",
                     &[flush.delivered, *settled],
                     format!(
                         "flush {} settled before {}, accepted before it, finished",
@@ -60,7 +60,7 @@ pub fn flush_creates_no_work(timeline: &Timeline<'_>) -> Vec<Violation> {
     if signals.len() > prompts {
         let line = timeline.requests.last().map(|request| request.line).unwrap_or(0);
         violations.push(Violation::new(
-            "LIFE-2",
+            "LIFE-2.a",
             &[line],
             format!(
                 "{} for {}: something created work",
@@ -77,7 +77,7 @@ pub fn flush_creates_no_work(timeline: &Timeline<'_>) -> Vec<Violation> {
             matches!(timeline.next_event(flush.delivered), Some(Event::Settled { op, .. }) if *op == flush.op);
         if !next_is_settlement {
             violations.push(Violation::new(
-                "LIFE-2",
+                "LIFE-2.b",
                 &[flush.delivered],
                 format!("flush {} on an idle runtime did not settle at once", flush.op),
             ));
@@ -97,8 +97,12 @@ pub fn flush_reports_poison(timeline: &Timeline<'_>) -> Vec<Violation> {
             _ => Settlement::Resolved(OpValue::Unit),
         };
         if **settlement != expected {
+            let clause = match expected {
+                Settlement::Rejected(_) => "LIFE-3.a",
+                Settlement::Resolved(_) => "LIFE-3.b",
+            };
             violations.push(Violation::new(
-                "LIFE-3",
+                clause,
                 &[*settled],
                 match (&**settlement, &expected) {
                     (Settlement::Resolved(value), Settlement::Resolved(_)) if *value != OpValue::Unit => format!(
@@ -139,7 +143,7 @@ pub fn dispose_closes_the_entry_at_once(timeline: &Timeline<'_>) -> Vec<Violatio
         };
         match rejected_with {
             None => violations.push(Violation::new(
-                "LIFE-4",
+                "LIFE-4.a",
                 &[first_dispose, info.delivered],
                 format!("{} arrived after dispose but was not rejected at once", info.op),
             )),
@@ -150,7 +154,7 @@ pub fn dispose_closes_the_entry_at_once(timeline: &Timeline<'_>) -> Vec<Violatio
                     .is_some_and(|(failed_at, poison, _)| failed_at < info.delivered && poison == cause);
                 if !poisoned && cause.code != crate::runtime::disposed_cause().code {
                     violations.push(Violation::new(
-                        "LIFE-4",
+                        "LIFE-4.b",
                         &[info.delivered + 1],
                         format!(
                             "{} arrived after dispose and was rejected with `{}`, expected `{}`",
@@ -164,7 +168,7 @@ pub fn dispose_closes_the_entry_at_once(timeline: &Timeline<'_>) -> Vec<Violatio
         }
         if !timeline.requests_of(info.op).is_empty() || !timeline.appends_of(info.op).is_empty() {
             violations.push(Violation::new(
-                "LIFE-4",
+                "LIFE-4.a",
                 &[info.delivered],
                 format!("{} arrived after dispose and still ran", info.op),
             ));
@@ -182,7 +186,7 @@ pub fn dispose_waits_for_accepted_work(timeline: &Timeline<'_>) -> Vec<Violation
         if let Some((settled, _)) = &dispose.settled {
             if prompt.run_finished.is_none_or(|finished| finished > *settled) {
                 violations.push(Violation::new(
-                    "LIFE-5",
+                    "LIFE-5.a",
                     &[dispose.delivered, *settled],
                     format!(
                         "dispose {} settled before {}, accepted before it, finished",
@@ -202,7 +206,7 @@ pub fn dispose_waits_for_accepted_work(timeline: &Timeline<'_>) -> Vec<Violation
             });
             if !poisoned && !write_failed {
                 violations.push(Violation::new(
-                    "LIFE-5",
+                    "LIFE-5.b",
                     &[settled],
                     format!(
                         "{} was accepted before dispose but rejected with `{}` instead of running",
@@ -226,7 +230,7 @@ pub fn repeated_dispose_same_outcome(timeline: &Timeline<'_>) -> Vec<Violation> 
             (Some((first_line, first_outcome)), Some((line, outcome))) => {
                 if outcome != first_outcome {
                     violations.push(Violation::new(
-                        "LIFE-6",
+                        "LIFE-6.a",
                         &[*first_line, *line],
                         format!("dispose {} settled differently from dispose {}", later.op, first.op),
                     ));
@@ -235,7 +239,7 @@ pub fn repeated_dispose_same_outcome(timeline: &Timeline<'_>) -> Vec<Violation> 
                     let immediate = matches!(timeline.next_event(later.delivered), Some(Event::Settled { op, .. }) if *op == later.op);
                     if !immediate {
                         violations.push(Violation::new(
-                            "LIFE-6",
+                            "LIFE-6.b",
                             &[later.delivered],
                             format!(
                                 "dispose {} came after dispose {} settled, yet did not settle at once",
@@ -246,7 +250,7 @@ pub fn repeated_dispose_same_outcome(timeline: &Timeline<'_>) -> Vec<Violation> 
                 }
             }
             (None, Some((line, _))) => violations.push(Violation::new(
-                "LIFE-6",
+                "LIFE-6.a",
                 &[*line],
                 format!("dispose {} settled while dispose {} never did", later.op, first.op),
             )),
@@ -269,7 +273,7 @@ pub fn every_operation_settles(timeline: &Timeline<'_>) -> Vec<Violation> {
         .filter(|info| info.settled.is_none())
         .map(|info| {
             Violation::new(
-                "LIFE-7",
+                "LIFE-7.a",
                 &[info.delivered, *end],
                 format!(
                     "{} {} never settled, though nothing was pending",

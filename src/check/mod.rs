@@ -36,6 +36,10 @@ pub struct Violation {
     /// A rule ID, or `expect` for a scenario's own expectations, or `model[N].expect` for a
     /// request check of the scripted model.
     pub rule: String,
+    /// The clause of the rule the trace breaks (`OBSERVE-2.b`, one item of the rule's
+    /// `Clauses:` in conformance.md); `None` for a scenario's own check (`expect`, a request
+    /// check of the scripted model, `determinism`).
+    pub clause: Option<&'static str>,
     /// 1-based trace lines that show it.
     pub lines: Vec<usize>,
     pub message: String,
@@ -45,9 +49,21 @@ pub struct Violation {
 }
 
 impl Violation {
-    pub fn new(rule: &str, lines: &[timeline::Line], message: impl Into<String>) -> Violation {
+    /// A violation of `id`: a clause of a rule (`OBSERVE-2.b`, whose rule is the part before
+    /// the dot), a rule ID, or a scenario's own check (`expect`).
+    pub fn new(id: &'static str, lines: &[timeline::Line], message: impl Into<String>) -> Violation {
+        let (rule, clause) = match id.split_once('.') {
+            Some((rule, _)) => (rule, Some(id)),
+            None => (id, None),
+        };
+        // Every branch of a checker names the clause it decides (conformance.md's clauses).
+        debug_assert!(
+            clause.is_some() || self::rule(rule).is_none(),
+            "a violation of {rule} names no clause"
+        );
         Violation {
             rule: rule.to_string(),
+            clause,
             lines: lines.iter().map(|line| line + 1).collect(),
             message: message.into(),
             evident_at: None,

@@ -44,7 +44,7 @@ pub fn modes_encode_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
                 if let Some(expected) = last_assistant_text(&appended) {
                     if write.text != expected {
                         violations.push(Violation::new(
-                            "MODE-1",
+                            "MODE-1.a",
                             &[write.line],
                             format!(
                                 "{mode} wrote {:?}, the final assistant text is {expected:?}",
@@ -62,7 +62,11 @@ pub fn modes_encode_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
                 };
                 let problem = json_problem(write.text, &appended, &expected);
                 if let Some(problem) = problem {
-                    violations.push(Violation::new("MODE-1", &[write.line], format!("json mode: {problem}")));
+                    violations.push(Violation::new(
+                        "MODE-1.b",
+                        &[write.line],
+                        format!("json mode: {problem}"),
+                    ));
                 }
             }
             _ => {}
@@ -181,7 +185,7 @@ pub fn mode_prompts_and_writes_once(timeline: &Timeline<'_>) -> Vec<Violation> {
         };
         if excused && (writes > 1 || prompts > 1) {
             violations.push(Violation::new(
-                "MODE-2",
+                "MODE-2.a",
                 &[info.delivered],
                 format!(
                     "mode {} {verb} after it prompted {} and wrote {}; at most once each",
@@ -197,7 +201,7 @@ pub fn mode_prompts_and_writes_once(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ""
             };
             violations.push(Violation::new(
-                "MODE-2",
+                "MODE-2.b",
                 &[info.delivered],
                 format!(
                     "mode {} {verb}{healthy} after it prompted {} and wrote {}; expected once each",
@@ -220,14 +224,14 @@ pub fn unknown_mode_fails_before_prompt(timeline: &Timeline<'_>) -> Vec<Violatio
         let immediate = matches!(timeline.next_event(info.delivered), Some(Event::Settled { op, settlement: Settlement::Rejected(cause) }) if *op == info.op && cause.code == "mode.unknown");
         if !immediate {
             violations.push(Violation::new(
-                "MODE-3",
+                "MODE-3.a",
                 &[info.delivered],
                 format!("unknown mode `{mode}` was not rejected at once with `mode.unknown`"),
             ));
         }
         if !timeline.requests_of(info.op).is_empty() || !timeline.appends_of(info.op).is_empty() {
             violations.push(Violation::new(
-                "MODE-3",
+                "MODE-3.a",
                 &[info.delivered],
                 format!("unknown mode `{mode}` still prompted"),
             ));
@@ -248,7 +252,7 @@ pub fn output_error_returned_unchanged(timeline: &Timeline<'_>) -> Vec<Violation
         match &info.settled {
             Some((_, Settlement::Rejected(got))) if got == *cause => {}
             Some((line, settlement)) => violations.push(Violation::new(
-                "MODE-4",
+                "MODE-4.a",
                 &[*answered, *line],
                 format!(
                     "the write failed with {cause}, but {} settled {}",
@@ -265,7 +269,7 @@ pub fn output_error_returned_unchanged(timeline: &Timeline<'_>) -> Vec<Violation
         {
             if !timeline.store.iter().any(|entry| entry.id == append.entry.id) {
                 violations.push(Violation::new(
-                    "MODE-4",
+                    "MODE-4.b",
                     &[append.line, *answered],
                     format!("entry `{}` was rolled back after the output error", append.entry.id),
                 ));
@@ -284,7 +288,7 @@ pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation
     {
         if timeline.writes.iter().any(|write| write.op == Some(info.op)) {
             violations.push(Violation::new(
-                "MODE-5",
+                "MODE-5.a",
                 &[info.delivered],
                 format!("library call {} wrote output", info.op),
             ));
@@ -297,7 +301,7 @@ pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation
                 if let Some(expected) = timeline.run_reason_of(info.op) {
                     if expected != *reason {
                         violations.push(Violation::new(
-                            "MODE-5",
+                            "MODE-5.b",
                             &[*line],
                             format!(
                                 "library reason {}, the run ended with {}",
@@ -310,7 +314,7 @@ pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation
                 let expected = last_assistant_text(&timeline.appended_messages(info.op));
                 if expected.as_ref().is_some_and(|expected| expected != text) {
                     violations.push(Violation::new(
-                        "MODE-5",
+                        "MODE-5.c",
                         &[*line],
                         format!(
                             "library text {text:?}, the last assistant text is {:?}",
@@ -320,7 +324,7 @@ pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation
                 }
             }
             Settlement::Resolved(other) => violations.push(Violation::new(
-                "MODE-5",
+                "MODE-5.b",
                 &[*line],
                 format!(
                     "library call resolved with {}, expected {{reason, text}}",
@@ -337,7 +341,7 @@ pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation
                 let poison = timeline.first_failure().map(|(_, poison, _)| poison);
                 if poison != Some(cause) && cause.code != crate::runtime::disposed_cause().code {
                     violations.push(Violation::new(
-                        "MODE-5",
+                        "MODE-5.d",
                         &[*line],
                         format!("library call rejected with `{}`, not prompt()'s own error", cause.code),
                     ));
@@ -355,7 +359,7 @@ pub fn mode_settles_after_its_write(timeline: &Timeline<'_>) -> Vec<Violation> {
         for write in timeline.writes.iter().filter(|write| write.op == Some(info.op)) {
             if write.answer.is_none_or(|(answered, _)| answered > settled) {
                 violations.push(Violation::new(
-                    "MODE-6",
+                    "MODE-6.a",
                     &[write.line, settled],
                     format!("mode {} settled before the sink answered its write", info.op),
                 ));

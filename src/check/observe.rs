@@ -52,7 +52,7 @@ pub fn observers_see_what_is_stored(timeline: &Timeline<'_>) -> Vec<Violation> {
             match told.get(index) {
                 None => {
                     violations.push(Violation::new(
-                        "OBSERVE-1",
+                        "OBSERVE-1.a",
                         &[*line],
                         format!(
                             "the {} message appended ({}) was never announced to observer `{observer}` by message_end",
@@ -64,7 +64,7 @@ pub fn observers_see_what_is_stored(timeline: &Timeline<'_>) -> Vec<Violation> {
                 }
                 Some((told_line, told_message)) if told_message != message => {
                     violations.push(Violation::new(
-                        "OBSERVE-1",
+                        "OBSERVE-1.b",
                         &[*told_line, *line],
                         format!(
                             "observer `{observer}` was told of {} by message_end that differs from the {} message appended ({})",
@@ -123,7 +123,7 @@ pub fn every_run_end_told_once(timeline: &Timeline<'_>) -> Vec<Violation> {
             let mut lines: Vec<Line> = ends.iter().map(|(line, _)| *line).collect();
             lines.push(end_line);
             violations.push(Violation::new(
-                "OBSERVE-2",
+                "OBSERVE-2.a",
                 &lines,
                 format!(
                     "observer `{observer}` was told of {} for {}: each run's end once",
@@ -136,7 +136,7 @@ pub fn every_run_end_told_once(timeline: &Timeline<'_>) -> Vec<Violation> {
         for (line, messages) in ends {
             if !matches!(messages.first(), Some(Message::User(_))) {
                 violations.push(Violation::new(
-                    "OBSERVE-2",
+                    "OBSERVE-2.b",
                     &[line],
                     format!(
                         "observer `{observer}` was told of a run's end whose messages do not start with its prompt"
@@ -174,7 +174,7 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         let stored = timeline.appended_messages(op);
         match info.event {
             ObservedEvent::AgentEnd { messages } if *messages != stored => violations.push(Violation::new(
-                "OBSERVE-2",
+                "OBSERVE-2.c",
                 &[info.line],
                 format!(
                     "observer `{}` was told of {op}'s end with {}, but the run stored {}",
@@ -205,7 +205,7 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                     .collect();
                 if response.as_ref() != Some(message) {
                     violations.push(Violation::new(
-                        "OBSERVE-2",
+                        "OBSERVE-2.d",
                         &[info.line],
                         format!(
                             "observer `{}` was told of turn {} of {op} with a message that is not the run's response {}",
@@ -216,7 +216,7 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                     ));
                 } else if *tool_results != results {
                     violations.push(Violation::new(
-                        "OBSERVE-2",
+                        "OBSERVE-2.e",
                         &[info.line],
                         format!(
                             "observer `{}` was told of turn {} of {op} with {}, but the run stored {} for its calls",
@@ -266,7 +266,7 @@ pub fn observer_failure_is_contained(timeline: &Timeline<'_>) -> Vec<Violation> 
             .find(|(line, _, message)| *line < settled && !message.is_empty() && cause.message.contains(message))
         {
             violations.push(Violation::new(
-                "OBSERVE-3",
+                "OBSERVE-3.a",
                 &[*line, settled],
                 format!(
                     "{} was rejected with the error observer `{observer}` threw ({cause}): an observer's failure is not the runtime's",
@@ -313,7 +313,7 @@ pub fn nothing_waits_for_an_observer(timeline: &Timeline<'_>) -> Vec<Violation> 
         if let Some((offset, what)) = reaction {
             let line = answered + 1 + offset;
             violations.push(Violation::new(
-                "OBSERVE-4",
+                "OBSERVE-4.a",
                 &[info.line, answered, line],
                 format!(
                     "observer `{}`'s answer to its {} notification set off {what}: the runtime waited for an observer",

@@ -39,7 +39,7 @@ pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation
             let is_own_user = matches!(first.entry.as_message(), Some(Message::User(user)) if Message::User(user.clone()).text() == text);
             if !is_own_user {
                 violations.push(Violation::new(
-                    "PERSIST-1",
+                    "PERSIST-1.a",
                     &[first.line],
                     format!(
                         "{}'s first appended message is not its own user message {text:?}",
@@ -52,7 +52,7 @@ pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation
             if let Some(message) = append.entry.as_message() {
                 if earlier.contains(message) {
                     violations.push(Violation::new(
-                        "PERSIST-1",
+                        "PERSIST-1.b",
                         &[append.line],
                         format!(
                             "entry `{}` appends {} message that was already in the session",
@@ -74,7 +74,7 @@ pub fn entries_form_a_parent_chain(timeline: &Timeline<'_>) -> Vec<Violation> {
         let expected_first = timeline.leaf_at(appends[0].line);
         if appends[0].entry.parent_id != expected_first {
             violations.push(Violation::new(
-                "PERSIST-2",
+                "PERSIST-2.a",
                 &[appends[0].line],
                 format!(
                     "{}'s first entry has parent {}; the leaf at its start was {}",
@@ -87,7 +87,7 @@ pub fn entries_form_a_parent_chain(timeline: &Timeline<'_>) -> Vec<Violation> {
         for pair in appends.windows(2) {
             if pair[1].entry.parent_id.as_deref() != Some(pair[0].entry.id.as_str()) {
                 violations.push(Violation::new(
-                    "PERSIST-2",
+                    "PERSIST-2.b",
                     &[pair[0].line, pair[1].line],
                     format!(
                         "entry `{}` has parent {}, expected the previous entry `{}`",
@@ -109,7 +109,7 @@ pub fn one_append_at_a_time(timeline: &Timeline<'_>) -> Vec<Violation> {
             let unanswered = earlier.answer.as_ref().is_none_or(|(line, _)| *line > append.line);
             if unanswered {
                 violations.push(Violation::new(
-                    "PERSIST-3",
+                    "PERSIST-3.a",
                     &[earlier.line, append.line],
                     format!(
                         "entry `{}` was appended while `{}` was unanswered",
@@ -131,7 +131,7 @@ pub fn entry_ids_come_from_create_id(timeline: &Timeline<'_>) -> Vec<Violation> 
         let id = append.entry.id.as_str();
         let Some(position) = ids.index_of(id) else {
             violations.push(Violation::new(
-                "PERSIST-4",
+                "PERSIST-4.a",
                 &[append.line],
                 format!(
                     "append {} has id `{id}`, which createId never hands out: its ids are `{}`, `{}`, ...",
@@ -145,7 +145,7 @@ pub fn entry_ids_come_from_create_id(timeline: &Timeline<'_>) -> Vec<Violation> 
         if let Some((previous, previous_id, previous_line)) = last {
             if position == previous {
                 violations.push(Violation::new(
-                    "PERSIST-4",
+                    "PERSIST-4.b",
                     &[previous_line, append.line],
                     format!(
                         "append {} reuses the id `{id}` of an earlier append: createId hands each id out once",
@@ -154,7 +154,7 @@ pub fn entry_ids_come_from_create_id(timeline: &Timeline<'_>) -> Vec<Violation> 
                 ));
             } else if position < previous {
                 violations.push(Violation::new(
-                    "PERSIST-4",
+                    "PERSIST-4.c",
                     &[previous_line, append.line],
                     format!(
                         "append {} has id `{id}`, which createId hands out before `{previous_id}` of an earlier append: ids must follow the order they are drawn in",
@@ -191,7 +191,7 @@ pub fn leaf_advances_only_after_acceptance(timeline: &Timeline<'_>) -> Vec<Viola
         };
         if !parent_ok {
             violations.push(Violation::new(
-                "PERSIST-5",
+                "PERSIST-5.a",
                 &[append.line],
                 format!(
                     "entry `{}` has parent {}, which the store had not accepted",
@@ -206,7 +206,7 @@ pub fn leaf_advances_only_after_acceptance(timeline: &Timeline<'_>) -> Vec<Viola
             let failed_at = failed.failed().map(|(line, _)| line).unwrap_or(failed.line);
             for later in appends.iter().filter(|append| append.line > failed_at) {
                 violations.push(Violation::new(
-                    "PERSIST-5",
+                    "PERSIST-5.b",
                     &[failed_at, later.line],
                     format!(
                         "{} appended `{}` after its append of `{}` failed",
@@ -253,7 +253,7 @@ pub fn prompt_resolves_after_its_last_append(timeline: &Timeline<'_>) -> Vec<Vio
                     super::counted(appends.len(), "entry", "entries")
                 )
             };
-            violations.push(Violation::new("PERSIST-6", &[success_at], message));
+            violations.push(Violation::new("PERSIST-6.a", &[success_at], message));
             continue;
         }
         if let Some((line, Settlement::Resolved(OpValue::Run(result)))) = &info.settled {
@@ -263,7 +263,7 @@ pub fn prompt_resolves_after_its_last_append(timeline: &Timeline<'_>) -> Vec<Vio
                 .collect();
             if !result.messages.ends_with(&appended) {
                 violations.push(Violation::new(
-                    "PERSIST-6",
+                    "PERSIST-6.b",
                     &[*line],
                     format!(
                         "{}'s resolved messages do not end with the {} it appended",
@@ -292,7 +292,7 @@ pub fn appends_start_after_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             .filter(|append| append.line > first.line && append.line < last_response)
         {
             violations.push(Violation::new(
-                "PERSIST-7",
+                "PERSIST-7.a",
                 &[append.line, last_response],
                 format!(
                     "entry `{}` was appended while {}'s agent run was still going",
@@ -318,7 +318,7 @@ pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation>
         });
         let Some(ms) = from_clock else {
             violations.push(Violation::new(
-                "PERSIST-8",
+                "PERSIST-8.a",
                 &[append.line],
                 format!(
                     "entry `{}` has timestamp {:?}, which no reading of the clock rule gives",
@@ -332,7 +332,7 @@ pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation>
         if let Some((line, earlier)) = previous {
             if ms < earlier || (ms == earlier && clock.step_ms > 0) {
                 violations.push(Violation::new(
-                    "PERSIST-8",
+                    "PERSIST-8.b",
                     &[line, append.line],
                     format!(
                         "entry `{}` is not stamped later than the entry appended ahead of it: now() was not read for it",

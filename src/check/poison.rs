@@ -18,7 +18,7 @@ pub fn failing_prompt_rejects_with_the_cause(timeline: &Timeline<'_>) -> Vec<Vio
     match &op.settled {
         Some((_, Settlement::Rejected(got))) if got == cause => Vec::new(),
         Some((settled, settlement)) => vec![Violation::new(
-            "POISON-1",
+            "POISON-1.a",
             &[line, *settled],
             format!(
                 "{}'s append failed with {cause}, but it settled {}",
@@ -39,13 +39,13 @@ pub fn nothing_runs_after_a_failed_append(timeline: &Timeline<'_>) -> Vec<Violat
         .enumerate()
         .filter(|(_, event)| matches!(event, Event::ModelRequest { .. } | Event::Append { .. }))
         .map(|(offset, event)| {
-            let what = if matches!(event, Event::Append { .. }) {
-                "an append"
+            let (clause, what) = if matches!(event, Event::Append { .. }) {
+                ("POISON-2.b", "an append")
             } else {
-                "a model request"
+                ("POISON-2.a", "a model request")
             };
             Violation::new(
-                "POISON-2",
+                clause,
                 &[failed_at, failed_at + 1 + offset],
                 format!("{what} after the append failure ({cause}): a poisoned runtime does nothing more"),
             )
@@ -69,7 +69,7 @@ pub fn queued_prompts_reject_with_the_cause(timeline: &Timeline<'_>) -> Vec<Viol
         if let Some((line, settlement)) = &info.settled {
             if **settlement != Settlement::Rejected(cause.clone()) && !is_unknown_mode(info.operation) {
                 violations.push(Violation::new(
-                    "POISON-3",
+                    "POISON-3.a",
                     &[failed_at, *line],
                     format!(
                         "{} was queued at the failure but settled {}",
@@ -101,7 +101,7 @@ pub fn later_calls_reject_with_the_cause(timeline: &Timeline<'_>) -> Vec<Violati
         if let Some((line, settlement)) = &info.settled {
             if **settlement != Settlement::Rejected(cause.clone()) {
                 violations.push(Violation::new(
-                    "POISON-4",
+                    "POISON-4.a",
                     &[failed_at, *line],
                     format!(
                         "{} {} came after the failure ({cause}) but settled {}",
@@ -140,7 +140,7 @@ pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
         let count = seen[entry.id.as_str()];
         if count > 1 {
             violations.push(Violation::new(
-                "POISON-5",
+                "POISON-5.a",
                 &[end],
                 format!("the store holds {count} entries with id `{}`", entry.id),
             ));
@@ -150,7 +150,7 @@ pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
             // networked world) is the store's failure, judged by DURABLE-1, not a retry's.
             if !seen.contains_key(parent.as_str()) && !acknowledged.contains(parent.as_str()) {
                 violations.push(Violation::new(
-                    "POISON-5",
+                    "POISON-5.b",
                     &[end],
                     format!(
                         "stored entry `{}` names parent `{parent}`, which the store does not hold",
@@ -170,7 +170,7 @@ pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
     for (parent, ids) in children {
         if ids.len() > 1 {
             violations.push(Violation::new(
-                "POISON-5",
+                "POISON-5.c",
                 &[end],
                 format!(
                     "{} gained {} appended children [{}]: a retry wrote a second copy",

@@ -68,7 +68,7 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
         }
         let roles = |messages: &[Message]| messages.iter().map(Message::role).collect::<Vec<_>>().join(",");
         violations.push(Violation::new(
-            "PROJECT-1",
+            "PROJECT-1.a",
             &[request.line],
             format!(
                 "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]",
@@ -88,7 +88,7 @@ pub fn request_carries_the_merged_system_prompt(timeline: &Timeline<'_>) -> Vec<
         .filter(|request| request.system_prompt != expected.as_deref())
         .map(|request| {
             Violation::new(
-                "PROJECT-2",
+                "PROJECT-2.a",
                 &[request.line],
                 format!(
                     "system prompt {}, expected {}",
@@ -107,7 +107,7 @@ pub fn temporary_entries_are_never_stored(timeline: &Timeline<'_>) -> Vec<Violat
         .filter(|append| append.entry.id.contains("runtime_context_"))
         .map(|append| {
             Violation::new(
-                "PROJECT-3",
+                "PROJECT-3.a",
                 &[append.line],
                 format!("temporary entry `{}` was appended to the store", append.entry.id),
             )
@@ -129,11 +129,14 @@ pub fn request_carries_the_registry_tools(timeline: &Timeline<'_>) -> Vec<Violat
         if request.tools == expected.as_slice() {
             continue;
         }
-        let message = if names(request.tools) != names(&expected) {
-            format!(
-                "tools [{}], expected the registry's [{}] in registration order",
-                names(request.tools),
-                names(&expected)
+        let (clause, message) = if names(request.tools) != names(&expected) {
+            (
+                "PROJECT-4.a",
+                format!(
+                    "tools [{}], expected the registry's [{}] in registration order",
+                    names(request.tools),
+                    names(&expected)
+                ),
             )
         } else {
             let changed: Vec<&str> = request
@@ -143,12 +146,15 @@ pub fn request_carries_the_registry_tools(timeline: &Timeline<'_>) -> Vec<Violat
                 .filter(|(sent, registered)| sent != registered)
                 .map(|(sent, _)| sent.name.as_str())
                 .collect();
-            format!(
-                "the specs of [{}] differ from the registry's (description or parameter schema)",
-                changed.join(",")
+            (
+                "PROJECT-4.b",
+                format!(
+                    "the specs of [{}] differ from the registry's (description or parameter schema)",
+                    changed.join(",")
+                ),
             )
         };
-        violations.push(Violation::new("PROJECT-4", &[request.line], message));
+        violations.push(Violation::new(clause, &[request.line], message));
     }
     violations
 }
@@ -172,7 +178,7 @@ pub fn one_signal_per_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         };
         match signal_of_op.get(&op) {
             Some(first) if *first != signal => violations.push(Violation::new(
-                "PROJECT-5",
+                "PROJECT-5.a",
                 &[line],
                 format!("{op}'s run used {first} and now {signal}: one run, one signal"),
             )),
@@ -180,7 +186,7 @@ pub fn one_signal_per_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             None => {
                 if let Some(other) = op_of_signal.get(&signal) {
                     violations.push(Violation::new(
-                        "PROJECT-5",
+                        "PROJECT-5.b",
                         &[line],
                         format!("{signal} was already the signal of {other}'s run"),
                     ));
@@ -217,7 +223,7 @@ pub fn projection_never_fails_a_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             };
             if !responses.contains(&recorded) {
                 violations.push(Violation::new(
-                    "PROJECT-6",
+                    "PROJECT-6.a",
                     &[append.line],
                     format!(
                         "{} recorded an assistant message the model never sent ({}): the run ended without its request",
@@ -241,7 +247,7 @@ pub fn persisted_count_in_range(timeline: &Timeline<'_>) -> Vec<Violation> {
             .find(|(index, message)| request.messages[..*index].contains(message));
         if let Some((index, message)) = repeated {
             violations.push(Violation::new(
-                "PROJECT-7",
+                "PROJECT-7.a",
                 &[request.line],
                 format!(
                     "message {} ({}) appears twice: a persisted message was sent again as temporary",

@@ -33,7 +33,7 @@ pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violat
         for (other, (other_start, other_end)) in &spans[index + 1..] {
             if start < other_end && other_start < end {
                 violations.push(Violation::new(
-                    "QUEUE-1",
+                    "QUEUE-1.b",
                     &[*start.max(other_start)],
                     format!("the runs of {signal} and {other} overlap: prompts must run one at a time"),
                 ));
@@ -50,7 +50,7 @@ pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violat
         if let Some((previous_line, previous_op)) = last {
             if finished < previous_line {
                 violations.push(Violation::new(
-                    "QUEUE-1",
+                    "QUEUE-1.c",
                     &[finished, previous_line],
                     format!("{} finished before {previous_op}, which arrived earlier", info.op),
                 ));
@@ -111,7 +111,7 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
                     None => "had not settled".to_string(),
                 };
                 violations.push(Violation::new(
-                    "QUEUE-1",
+                    "QUEUE-1.a",
                     &[request.line],
                     format!(
                         "{}'s run started (its prompt reached the model) while {} {waiting}: a queued prompt starts only after the previous one settled",
@@ -141,7 +141,7 @@ pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violati
         let text = info.operation.text().unwrap_or_default();
         if !matches!(appended.first(), Some(Message::User(user)) if Message::User(user.clone()).text() == text) {
             violations.push(Violation::new(
-                "QUEUE-2",
+                "QUEUE-2.a",
                 &[first],
                 format!("{} did not append its own user message first", info.op),
             ));
@@ -163,7 +163,7 @@ pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violati
         let responses: Vec<&Message> = responses.iter().collect();
         if appended_assistants != responses {
             violations.push(Violation::new(
-                "QUEUE-2",
+                "QUEUE-2.b",
                 &[first],
                 format!(
                     "{} appended {}, but its run received {}: it must append exactly its own",

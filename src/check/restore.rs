@@ -14,20 +14,30 @@ fn leaf<'s>(timeline: &Timeline<'s>) -> Option<&'s str> {
     timeline.scenario.config.active_leaf_id.as_deref()
 }
 
-/// A restore that should have been rejected, or accepted, was not.
-fn expect_rejected(rule: &str, timeline: &Timeline<'_>, code: Option<&str>, why: &str) -> Vec<Violation> {
+/// A restore that should have been rejected was accepted (clause `rejected`), or was rejected
+/// with another code than `code` (clause `coded`, with `code`).
+fn expect_rejected(
+    rejected: &'static str,
+    coded: Option<(&'static str, &str)>,
+    timeline: &Timeline<'_>,
+    why: &str,
+) -> Vec<Violation> {
     match (&timeline.restore_failed, &timeline.restored) {
-        (Some((line, cause)), _) => match code {
-            Some(code) if cause.code != code => {
+        (Some((line, cause)), _) => match coded {
+            Some((coded, code)) if cause.code != code => {
                 vec![Violation::new(
-                    rule,
+                    coded,
                     &[*line],
                     format!("{why}: rejected with `{}`, expected `{code}`", cause.code),
                 )]
             }
             _ => Vec::new(),
         },
-        (None, Some((line, _, _))) => vec![Violation::new(rule, &[*line], format!("{why}, but restore succeeded"))],
+        (None, Some((line, _, _))) => vec![Violation::new(
+            rejected,
+            &[*line],
+            format!("{why}, but restore succeeded"),
+        )],
         (None, None) => Vec::new(),
     }
 }
@@ -38,17 +48,17 @@ pub fn empty_session_null_leaf_restores_empty(timeline: &Timeline<'_>) -> Vec<Vi
     }
     match (&timeline.restore_failed, &timeline.restored) {
         (Some((line, cause)), _) => vec![Violation::new(
-            "RESTORE-1",
+            "RESTORE-1.a",
             &[*line],
             format!("an empty session with a null leaf must restore, but was rejected: {cause}"),
         )],
         (None, Some((line, _, messages))) if *messages != 0 => vec![Violation::new(
-            "RESTORE-1",
+            "RESTORE-1.b",
             &[*line],
             format!("an empty session restored {messages} messages"),
         )],
         (None, Some((line, Some(reported), _))) => vec![Violation::new(
-            "RESTORE-1",
+            "RESTORE-1.c",
             &[*line],
             format!("an empty session restored with a null leaf reported leaf `{reported}`"),
         )],
@@ -61,12 +71,12 @@ pub fn empty_session_with_leaf_is_rejected(timeline: &Timeline<'_>) -> Vec<Viola
         return Vec::new();
     }
     let mut violations = expect_rejected(
-        "RESTORE-2",
-        timeline,
+        "RESTORE-2.a",
         None,
+        timeline,
         "an empty session with a leaf id must be rejected (no such leaf)",
     );
-    violations.extend(effects_after_failed_restore("RESTORE-2", timeline));
+    violations.extend(effects_after_failed_restore("RESTORE-2.b", timeline));
     violations
 }
 
@@ -75,9 +85,9 @@ pub fn non_empty_session_needs_a_leaf(timeline: &Timeline<'_>) -> Vec<Violation>
         return Vec::new();
     }
     expect_rejected(
-        "RESTORE-3",
-        timeline,
+        "RESTORE-3.a",
         None,
+        timeline,
         "a non-empty session with a null leaf must be rejected (no branch chosen)",
     )
 }
@@ -92,7 +102,7 @@ pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violatio
     match (&timeline.restore_failed, &timeline.restored) {
         (Some((line, cause)), _) => {
             violations.push(Violation::new(
-                "RESTORE-4",
+                "RESTORE-4.a",
                 &[*line],
                 format!("leaf `{leaf}` has a valid path, but restore was rejected: {cause}"),
             ));
@@ -101,14 +111,14 @@ pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violatio
         (None, Some((line, reported, messages))) => {
             if *messages != expected {
                 violations.push(Violation::new(
-                    "RESTORE-4",
+                    "RESTORE-4.b",
                     &[*line],
                     format!("restored {messages} messages; the path to `{leaf}` holds {expected} message entries"),
                 ));
             }
             if *reported != Some(leaf) {
                 violations.push(Violation::new(
-                    "RESTORE-4",
+                    "RESTORE-4.c",
                     &[*line],
                     match reported {
                         Some(reported) => format!("restored at leaf `{reported}`, but the chosen leaf is `{leaf}`"),
@@ -132,7 +142,7 @@ pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violatio
     for request in &timeline.requests {
         if let Some(leaked) = request.messages.iter().find(|message| off_path.contains(message)) {
             violations.push(Violation::new(
-                "RESTORE-4",
+                "RESTORE-4.d",
                 &[request.line],
                 format!(
                     "the request carries a {} message from outside the path to `{leaf}`: {:?}",
@@ -164,11 +174,11 @@ pub fn restore_issues_no_effect(timeline: &Timeline<'_>) -> Vec<Violation> {
                     | Event::Write { .. }
             )
         })
-        .map(|(line, _)| Violation::new("RESTORE-5", &[line], "an effect was issued before any operation"))
+        .map(|(line, _)| Violation::new("RESTORE-5.a", &[line], "an effect was issued before any operation"))
         .collect()
 }
 
-fn effects_after_failed_restore(rule: &str, timeline: &Timeline<'_>) -> Vec<Violation> {
+fn effects_after_failed_restore(rule: &'static str, timeline: &Timeline<'_>) -> Vec<Violation> {
     if timeline.restore_failed.is_none() {
         return Vec::new();
     }
@@ -182,13 +192,18 @@ fn effects_after_failed_restore(rule: &str, timeline: &Timeline<'_>) -> Vec<Viol
 }
 
 /// The PATH rules: when `path_to` diagnoses `kind`, restore is rejected with its code.
-fn path_rule(rule: &str, timeline: &Timeline<'_>, matches: fn(&PathError) -> bool) -> Vec<Violation> {
+fn path_rule(
+    rejected: &'static str,
+    coded: &'static str,
+    timeline: &Timeline<'_>,
+    matches: fn(&PathError) -> bool,
+) -> Vec<Violation> {
     let Some(leaf) = leaf(timeline) else { return Vec::new() };
     match path_to(&timeline.scenario.session, leaf) {
         Err(error) if matches(&error) => expect_rejected(
-            rule,
+            rejected,
+            Some((coded, error.code())),
             timeline,
-            Some(error.code()),
             &format!("the session has a broken tree ({error})"),
         ),
         _ => Vec::new(),
@@ -199,23 +214,25 @@ pub fn unknown_leaf_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
     if session_is_empty(timeline) {
         return Vec::new();
     }
-    path_rule("PATH-1", timeline, |error| {
+    path_rule("PATH-1.a", "PATH-1.b", timeline, |error| {
         matches!(error, PathError::UnknownLeaf { .. })
     })
 }
 
 pub fn duplicate_id_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
-    path_rule("PATH-2", timeline, |error| {
+    path_rule("PATH-2.a", "PATH-2.b", timeline, |error| {
         matches!(error, PathError::DuplicateId { .. })
     })
 }
 
 pub fn missing_parent_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
-    path_rule("PATH-3", timeline, |error| {
+    path_rule("PATH-3.a", "PATH-3.b", timeline, |error| {
         matches!(error, PathError::MissingParent { .. })
     })
 }
 
 pub fn cycle_is_diagnosed(timeline: &Timeline<'_>) -> Vec<Violation> {
-    path_rule("PATH-4", timeline, |error| matches!(error, PathError::Cycle { .. }))
+    path_rule("PATH-4.a", "PATH-4.b", timeline, |error| {
+        matches!(error, PathError::Cycle { .. })
+    })
 }

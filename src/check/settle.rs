@@ -229,8 +229,12 @@ pub fn settlement_is_allowed(timeline: &Timeline<'_>) -> Vec<Violation> {
             ),
         };
         if !admitted {
+            let clause = match settlement {
+                Settlement::Resolved(_) => "SETTLE-1.a",
+                Settlement::Rejected(_) => "SETTLE-1.b",
+            };
             violations.push(Violation::new(
-                "SETTLE-1",
+                clause,
                 &[info.delivered, settled],
                 format!(
                     "{} {}{} met {} and settled {got}; the contract allows it only to be {}",

@@ -31,7 +31,7 @@ pub fn configured_prompt_then_resources(timeline: &Timeline<'_>) -> Vec<Violatio
         };
         if !ok {
             violations.push(Violation::new(
-                "WIRE-1",
+                "WIRE-1.a",
                 &[request.line],
                 if resources {
                     "the system prompt is not the configured text, a blank line, then the resource context"
@@ -59,13 +59,13 @@ pub fn empty_catalog_adds_no_header(timeline: &Timeline<'_>) -> Vec<Violation> {
         let prompt = request.system_prompt;
         if prompt.is_some_and(|text| text.contains("# Pi resources")) {
             violations.push(Violation::new(
-                "WIRE-2",
+                "WIRE-2.a",
                 &[request.line],
                 "an empty catalog produced a `# Pi resources` header",
             ));
         } else if configured_empty && prompt.is_some() {
             violations.push(Violation::new(
-                "WIRE-2",
+                "WIRE-2.b",
                 &[request.line],
                 "no configured prompt and no resources, yet the request has a system prompt",
             ));
@@ -92,7 +92,7 @@ pub fn inactive_skill_body_never_sent(timeline: &Timeline<'_>) -> Vec<Violation>
             let in_prompt = request.system_prompt.is_some_and(|prompt| prompt.contains(body));
             if in_prompt || request.messages.iter().any(|message| message_contains(message, body)) {
                 violations.push(Violation::new(
-                    "WIRE-3",
+                    "WIRE-3.a",
                     &[request.line],
                     format!("the body of inactive skill `{name}` reached the model"),
                 ));
@@ -182,7 +182,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
         let first_line = |lines: &[Line]| lines.iter().copied().min();
         if !extensions.starts_with(&before_names) {
             violations.push(Violation::new(
-                "WIRE-4",
+                "WIRE-4.a",
                 &befores.iter().map(|hook| hook.line).collect::<Vec<_>>(),
                 format!(
                     "call {}: before hooks ran as [{}], extensions are [{}]",
@@ -203,7 +203,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
         };
         if !afters_ok {
             violations.push(Violation::new(
-                "WIRE-4",
+                "WIRE-4.b",
                 &afters.iter().map(|hook| hook.line).collect::<Vec<_>>(),
                 format!(
                     "call {}: after hooks ran as [{}], extensions are [{}]",
@@ -218,7 +218,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
         if let (Some(last_before), Some(first_after)) = (last_before, first_after) {
             if first_after < last_before {
                 violations.push(Violation::new(
-                    "WIRE-4",
+                    "WIRE-4.c",
                     &[first_after, last_before],
                     format!("call {}: an after hook ran before a before hook", story.call_id),
                 ));
@@ -235,7 +235,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
             for (line, seen) in seen {
                 if seen != name {
                     violations.push(Violation::new(
-                        "WIRE-4",
+                        "WIRE-4.d",
                         &[line],
                         format!(
                             "call {}: called as `{seen}`, but the model called `{name}`",
@@ -248,7 +248,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
                 if let Some(result) = hook.result {
                     if result.tool_call_id != story.call_id || result.tool_name != name {
                         violations.push(Violation::new(
-                            "WIRE-4",
+                            "WIRE-4.e",
                             &[hook.line],
                             format!(
                                 "call {}: the after hook of `{}` was shown the result of {} `{}`",
@@ -269,7 +269,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
                 .all(|hook| hook.answer.as_ref().is_some_and(|(line, _)| *line < core.line));
             if !all_allowed || !before_done {
                 violations.push(Violation::new(
-                    "WIRE-4",
+                    "WIRE-4.c",
                     &[core.line],
                     format!(
                         "call {}: the core tool ran before every extension's before hook allowed it",
@@ -279,7 +279,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
             }
             if let Some(early) = afters.iter().find(|hook| hook.line < core.line) {
                 violations.push(Violation::new(
-                    "WIRE-4",
+                    "WIRE-4.c",
                     &[early.line, core.line],
                     format!("call {}: an after hook ran before the core tool", story.call_id),
                 ));
@@ -343,7 +343,7 @@ pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         let blocked_at = blocker.answer.as_ref().map(|(line, _)| *line).unwrap_or(blocker.line);
         for core in story.core.iter().filter(|core| core.line > blocked_at) {
             violations.push(Violation::new(
-                "WIRE-5",
+                "WIRE-5.a",
                 &[blocked_at, core.line],
                 format!(
                     "call {}: the core tool ran after `{}` blocked it",
@@ -353,7 +353,7 @@ pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         }
         for hook in story.hooks.iter().filter(|hook| hook.line > blocked_at) {
             violations.push(Violation::new(
-                "WIRE-5",
+                "WIRE-5.b",
                 &[blocked_at, hook.line],
                 format!(
                     "call {}: hook `{}` ran after `{}` blocked the call",
@@ -369,7 +369,7 @@ pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             let text = text_of(&result.content);
             if !result.is_error || reason.is_some_and(|reason| !text.contains(reason)) {
                 violations.push(Violation::new(
-                    "WIRE-5",
+                    "WIRE-5.c",
                     &[blocked_at],
                     format!(
                         "call {}: the recorded result is not an error carrying the reason (got {text:?})",
@@ -397,7 +397,7 @@ pub fn rewritten_arguments_reach_the_executor(timeline: &Timeline<'_>) -> Vec<Vi
             if let Some((at, expected)) = &rewritten {
                 if arguments != expected {
                     violations.push(Violation::new(
-                        "WIRE-6",
+                        "WIRE-6.a",
                         &[*at, line],
                         format!(
                             "call {}: received {arguments} after a hook rewrote the arguments to {expected}",
@@ -442,7 +442,7 @@ pub fn unknown_tool_or_bad_arguments_never_run(timeline: &Timeline<'_>) -> Vec<V
                 .find(|core| core.op == request.op && core.call.id == call.id && core.line > *response_line);
             if let Some(core) = core {
                 violations.push(Violation::new(
-                    "WIRE-7",
+                    "WIRE-7.a",
                     &[*response_line, core.line],
                     format!("call {} reached the core tool although {problem}", call.id),
                 ));
@@ -461,7 +461,7 @@ pub fn unknown_tool_or_bad_arguments_never_run(timeline: &Timeline<'_>) -> Vec<V
             };
             if let Some((line, false)) = core_result {
                 violations.push(Violation::new(
-                    "WIRE-7",
+                    "WIRE-7.b",
                     &[line],
                     format!(
                         "call {} ({problem}) got a successful result from the core executor",
@@ -516,7 +516,7 @@ pub fn after_hook_decides_the_result(timeline: &Timeline<'_>) -> Vec<Violation> 
         let text_ok = threw || text == expected_text;
         if !text_ok || recorded.is_error != expected_error {
             violations.push(Violation::new(
-                "WIRE-8",
+                "WIRE-8.a",
                 &[last.line],
                 format!(
                     "call {}: recorded result {:?} (error={}), but the hooks left {:?} (error={expected_error})",

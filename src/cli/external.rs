@@ -438,6 +438,7 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
     for finding in &outcome.findings {
         violations.push(Violation {
             rule: finding.rule.clone(),
+            clause: None,
             lines: vec![finding.line],
             message: finding.message.clone(),
             evident_at: None,
@@ -449,6 +450,7 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
         if let Some(op) = undelivered.first() {
             violations.push(Violation {
                 rule: "expect".into(),
+                clause: None,
                 lines: vec![outcome.trace.events.len()],
                 message: format!(
                     "{op} was never delivered: its `after` condition never held on this implementation (it holds on the reference)"

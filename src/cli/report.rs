@@ -225,7 +225,7 @@ pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String
                 .violations
                 .iter()
                 .map(|violation| {
-                    json!({"rule": violation.rule, "lines": violation.lines, "evidentAt": violation.evident_at, "message": violation.message})
+                    json!({"rule": violation.rule, "clause": violation.clause, "lines": violation.lines, "evidentAt": violation.evident_at, "message": violation.message})
                 })
                 .collect();
             let detail = match &report.verdict {

@@ -4,6 +4,13 @@
 //! rule is named by at least one scenario, every rule a scenario names exists (the loader
 //! rejects unknown IDs), and each `Scenarios:` line lists exactly the scenarios that name the
 //! rule. `UPDATE_CONFORMANCE=1 cargo test --test kit tidy` rewrites the `Scenarios:` lines.
+//!
+//! Clauses (issue 21): each rule's statement is split into clauses `AREA-N.a`, `.b`, ... (its
+//! `Clause:` line or `Clauses:` list), and each clause has a branch in its rule's checker that
+//! names it (and no branch there names the bare rule), a bite that breaks it alone
+//! (`tests/kit/bite.rs`) on a scenario that names its rule; every clause id the checkers or the
+//! bites use is one of conformance.md. `Violation::new` refuses, in debug builds, a violation of
+//! a catalogue rule that names no clause.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -263,4 +270,170 @@ fn tidy_every_deviation_has_its_source_and_verdict() {
         files >= 5,
         "the expectations of Pi's three releases, oh-my-pi and aelix: {files}"
     );
+}
+
+/// Rule ID -> its clause IDs, in order, as conformance.md lists them: one line
+/// `- Clause: **ID.a** ...` for a rule that promises one thing, or a `- Clauses:` list whose
+/// items are `**ID.a** ...` (a clause) or `*Explanation:* ...` (why, not a promise).
+pub(crate) fn clauses_by_rule() -> BTreeMap<String, Vec<String>> {
+    let text = std::fs::read_to_string(conformance_path()).expect("conformance.md");
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let mut in_list = false;
+    for line in text.lines() {
+        if let Some(id) = line.strip_prefix("### ") {
+            current = Some(id.trim().to_string());
+            in_list = false;
+            continue;
+        }
+        if line.starts_with("## ") {
+            current = None;
+            continue;
+        }
+        let Some(rule) = &current else { continue };
+        let item = if let Some(rest) = line.strip_prefix("- Clause: ") {
+            in_list = false;
+            Some(rest)
+        } else if line == "- Clauses:" {
+            in_list = true;
+            None
+        } else if line.starts_with("- ") {
+            in_list = false;
+            None
+        } else if in_list {
+            line.strip_prefix("  - ")
+        } else {
+            None
+        };
+        let Some(item) = item else { continue };
+        if item.starts_with("*Explanation:* ") {
+            continue;
+        }
+        let id = item
+            .strip_prefix("**")
+            .and_then(|rest| rest.split_once("**"))
+            .map(|(id, _)| id.to_string())
+            .unwrap_or_else(|| {
+                panic!("{rule}: a clause item must start with `**{rule}.x**` or `*Explanation:*`: {item}")
+            });
+        map.entry(rule.clone()).or_default().push(id);
+    }
+    map
+}
+
+/// The clause IDs (`"AREA-N.x"` string literals) a source file names.
+fn clause_literals(source: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (start, _) in source.match_indices('"') {
+        let rest = &source[start + 1..];
+        let Some(end) = rest.find('"') else { break };
+        let literal = &rest[..end];
+        if is_clause_id(literal) {
+            found.push(literal.to_string());
+        }
+    }
+    found
+}
+
+/// `AREA-N.x`: upper-case letters, a dash, digits, a dot and one lower-case letter.
+fn is_clause_id(text: &str) -> bool {
+    let Some((rule, letter)) = text.split_once('.') else {
+        return false;
+    };
+    let Some((area, number)) = rule.split_once('-') else {
+        return false;
+    };
+    !area.is_empty()
+        && area.bytes().all(|byte| byte.is_ascii_uppercase())
+        && !number.is_empty()
+        && number.bytes().all(|byte| byte.is_ascii_digit())
+        && letter.len() == 1
+        && letter.bytes().all(|byte| byte.is_ascii_lowercase())
+}
+
+/// The source file of a catalogue checker (`check::observe::...` -> `src/check/observe.rs`).
+fn checker_file(checker_name: &str) -> std::path::PathBuf {
+    let module = checker_name.split("::").nth(1).expect("check::module::function");
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("src/check/{module}.rs"))
+}
+
+#[test]
+fn tidy_every_clause_has_a_checker_branch_a_bite_and_a_scenario() {
+    use crate::bite::BITES;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let clauses = clauses_by_rule();
+    let by_rule = scenarios_by_rule();
+    let mut problems = Vec::new();
+    for rule in catalogue() {
+        let Some(ids) = clauses.get(rule.id) else {
+            problems.push(format!(
+                "{}: no `Clause:` line or `Clauses:` list in conformance.md",
+                rule.id
+            ));
+            continue;
+        };
+        let expected: Vec<String> = (b'a'..)
+            .take(ids.len())
+            .map(|letter| format!("{}.{}", rule.id, letter as char))
+            .collect();
+        if *ids != expected {
+            problems.push(format!("{}: clauses {ids:?}, expected {expected:?}", rule.id));
+        }
+        // Checker branch: the clause is named in the checker's file, and no branch there names
+        // the bare rule.
+        let source = std::fs::read_to_string(checker_file(rule.checker_name)).expect("the checker's file");
+        for id in ids {
+            if !source.contains(&format!("\"{id}\"")) {
+                problems.push(format!("{id}: no branch of `{}` names it", rule.checker_name));
+            }
+        }
+        if source.contains(&format!("\"{}\"", rule.id)) {
+            problems.push(format!(
+                "{}: a branch of `{}` names the bare rule, not one of its clauses",
+                rule.id, rule.checker_name
+            ));
+        }
+        // Bite: one that breaks the clause alone, on a scenario that names the rule.
+        let scenarios = by_rule.get(rule.id).map(Vec::as_slice).unwrap_or_default();
+        for id in ids {
+            let bites: Vec<_> = BITES
+                .iter()
+                .filter(|bite| bite.breaks == id && bite.also.is_empty())
+                .collect();
+            if bites.is_empty() {
+                problems.push(format!("{id}: no bite that breaks it alone"));
+            } else if !bites
+                .iter()
+                .any(|bite| scenarios.iter().any(|name| name == bite.scenario))
+            {
+                problems.push(format!("{id}: no bite on a scenario that names {}", rule.id));
+            }
+        }
+        if BITES.iter().any(|bite| bite.breaks == rule.id) {
+            problems.push(format!("{}: a bite names the rule, not one of its clauses", rule.id));
+        }
+    }
+    // The other direction: every clause the checkers or the bites name is one of conformance.md.
+    let known: std::collections::BTreeSet<&str> = clauses.values().flatten().map(String::as_str).collect();
+    let mut files = rust_files(&root.join("src/check"));
+    files.push(root.join("tests/kit/bite.rs"));
+    for file in files {
+        let source = std::fs::read_to_string(&file).expect("readable");
+        for id in clause_literals(&source) {
+            if !known.contains(id.as_str()) {
+                problems.push(format!(
+                    "{} names clause {id}, which conformance.md lacks",
+                    file.display()
+                ));
+            }
+        }
+    }
+    for bite in BITES {
+        for id in bite.also.iter().chain([&bite.breaks]) {
+            if id.contains('.') && !known.contains(id) {
+                problems.push(format!("a bite breaks {id}, which conformance.md lacks"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "clauses out of step:\n{}", problems.join("\n"));
 }
