@@ -69,6 +69,12 @@ impl Violation {
             evident_at: None,
         }
     }
+
+    /// What a report names: the clause it breaks (`OBSERVE-2.b`), or the id of a scenario's
+    /// own check (`expect`). Grouping and expectations go by [`Violation::rule`].
+    pub fn id(&self) -> &str {
+        self.clause.unwrap_or(&self.rule)
+    }
 }
 
 /// `1 entry`, `3 entries`: a count with its noun in the right number.

@@ -285,7 +285,7 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
             text.push_str(&format!("       broken: {broken} ({})\n", broken.code()));
         }
         for (index, violation) in failure.violations.iter().enumerate() {
-            let line = format!("{} {:?} {}", violation.rule, violation.lines, violation.message);
+            let line = format!("{} {:?} {}", violation.id(), violation.lines, violation.message);
             if index == 0 {
                 text.push_str(&format!("       root cause: {line}\n"));
                 let later = failure.violations.len() - 1;

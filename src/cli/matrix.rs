@@ -196,7 +196,7 @@ pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Opt
                     .first()
                     .map(|violation| {
                         let lines: Vec<String> = violation.lines.iter().map(|line| format!("{line:04}")).collect();
-                        format!("{} [trace {}] {}", violation.rule, lines.join(","), violation.message)
+                        format!("{} [trace {}] {}", violation.id(), lines.join(","), violation.message)
                     })
                     .unwrap_or_default(),
             };

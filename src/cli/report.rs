@@ -105,7 +105,7 @@ pub(crate) fn violation_line(violation: &crate::check::Violation) -> String {
     };
     format!(
         "{} [trace {}{evident}] {}",
-        violation.rule,
+        violation.id(),
         lines.join(","),
         shown(&violation.message)
     )
@@ -358,7 +358,7 @@ pub fn annotated_trace(report: &CaseReport) -> String {
             let prefix = if marked.is_empty() { "  " } else { "!!" };
             text.push_str(&format!("{prefix} {}\n", render_line(number, event)));
             for violation in marked {
-                text.push_str(&format!("   ^^^^ {}: {}\n", violation.rule, shown(&violation.message)));
+                text.push_str(&format!("   ^^^^ {}: {}\n", violation.id(), shown(&violation.message)));
             }
         }
     }
@@ -371,7 +371,7 @@ pub fn annotated_trace(report: &CaseReport) -> String {
                 .filter(|violation| violation.lines.is_empty())
                 .collect();
             for violation in unplaced {
-                text.push_str(&format!("{}: {}\n", violation.rule, shown(&violation.message)));
+                text.push_str(&format!("{}: {}\n", violation.id(), shown(&violation.message)));
             }
             text.push_str(&format!("{}: {} violations\n", report.name, report.violations.len()));
         }

@@ -232,7 +232,7 @@ fn violations_section(violations: &[Violation]) -> String {
             if root { " root" } else { "" },
             escape(&violation.rule),
             if root { "<span class=\"root-label\">root cause</span> " } else { "" },
-            escape(&violation.rule),
+            escape(violation.id()),
             lines.join(","),
             escape(&violation.message),
             escape(&rule_text(&violation.rule).unwrap_or_default())
