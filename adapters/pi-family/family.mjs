@@ -468,7 +468,7 @@ export function kitExtensionFactories(ctx, scenario, options) {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Runs a synchronous tree walk of the runtime under a 2 s limit: Pi walks parentId links without a
+ * Runs a synchronous tree walk of the runtime under a 500 ms limit (a walk of a scenario's session takes well under a millisecond): Pi walks parentId links without a
  * visited set and never returns on a parent cycle. When the limit trips, the adapter writes an
  * `error` line (`code`, e.g. `pi.hang`) saying `what` did not return and `why`, and exits, so that
  * the kit reports the run broken at once instead of after its step timeout.
@@ -478,10 +478,10 @@ export function withinTimeLimit(ctx, { code, what, why }, fn) {
     // few milliseconds of every run (a profile of Pi under explore: 6% of the adapter's time).
     limitContext.fn = fn;
     try {
-        return limitCall.runInContext(limitContext, { timeout: 2000 });
+        return limitCall.runInContext(limitContext, { timeout: WALK_LIMIT_MS });
     } catch (error) {
         if (error?.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
-            ctx.fail(code, `${what} did not return within 2000 ms: ${why} (the adapter stops it here instead of letting the kit's step timeout fire)`);
+            ctx.fail(code, `${what} did not return within ${WALK_LIMIT_MS} ms: ${why} (the adapter stops it here instead of letting the kit's step timeout fire)`);
         }
         throw error;
     } finally {
@@ -489,6 +489,8 @@ export function withinTimeLimit(ctx, { code, what, why }, fn) {
     }
 }
 
+/** The bound on one tree walk; it is paid in full on every run of a scenario whose walk hangs. */
+const WALK_LIMIT_MS = 500;
 const limitContext = vm.createContext({ fn: null });
 const limitCall = new vm.Script("fn()");
 
