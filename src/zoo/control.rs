@@ -1,7 +1,7 @@
 //! Control bugs: `abort()`, `steer()` and `followUp()` wired to the wrong place or settled at
 //! the wrong time, and the step bound read wrong.
 
-use crate::runtime::{Cause, Effect, Input, OpValue, Settlement};
+use crate::runtime::{Cause, Effect, Input, OpValue, RunReason, Settlement};
 use crate::scenario::Scenario;
 
 use super::seam::{Bug, Facts, Seam};
@@ -92,6 +92,59 @@ impl Bug for StepsCountedFromOne {
                 settlement: Settlement::Resolved(OpValue::Run(mut result)),
             } => {
                 result.steps += 1;
+                seam.emit(Effect::Settled {
+                    op,
+                    settlement: Settlement::Resolved(OpValue::Run(result)),
+                });
+            }
+            effect => seam.emit(effect),
+        }
+    }
+}
+
+/// The run's reason is read from the stream's stop reason, not from the signal: a run aborted
+/// between requests (its last response ended with `stop`, or `toolUse` before a tool the abort
+/// closed) resolves with reason `stop`, as if nothing had fired.
+#[derive(Default)]
+pub(crate) struct AbortedRunReportsStop;
+
+impl Bug for AbortedRunReportsStop {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        match effect {
+            Effect::Settled {
+                op,
+                settlement: Settlement::Resolved(OpValue::Run(mut result)),
+            } if result.reason == RunReason::Aborted => {
+                result.reason = RunReason::Stop;
+                seam.emit(Effect::Settled {
+                    op,
+                    settlement: Settlement::Resolved(OpValue::Run(result)),
+                });
+            }
+            effect => seam.emit(effect),
+        }
+    }
+}
+
+/// The "aborted" flag is never cleared: once a run was aborted, every later run that ends with
+/// `stop` reports `aborted`, though no signal fired for it.
+#[derive(Default)]
+pub(crate) struct AbortedFlagNeverCleared {
+    aborted_once: bool,
+}
+
+impl Bug for AbortedFlagNeverCleared {
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        match effect {
+            Effect::Settled {
+                op,
+                settlement: Settlement::Resolved(OpValue::Run(mut result)),
+            } => {
+                if result.reason == RunReason::Aborted {
+                    self.aborted_once = true;
+                } else if self.aborted_once && result.reason == RunReason::Stop {
+                    result.reason = RunReason::Aborted;
+                }
                 seam.emit(Effect::Settled {
                     op,
                     settlement: Settlement::Resolved(OpValue::Run(result)),

@@ -196,6 +196,10 @@ zoo! {
     TurnEndDropsToolResults = "turn-end-drops-tool-results", canonical, || Box::<observers::TurnEndDropsToolResults>::default();
     /// A run result's `steps` is one more than the model requests the run made.
     StepsCountedFromOne = "steps-counted-from-one", canonical, || Box::<control::StepsCountedFromOne>::default();
+    /// An aborted run's reason is read from its last response: it resolves with `stop`.
+    AbortedRunReportsStop = "aborted-run-reports-stop", canonical, || Box::<control::AbortedRunReportsStop>::default();
+    /// The aborted flag is never cleared: after one aborted run, a later run that stops reports `aborted`.
+    AbortedFlagNeverCleared = "aborted-flag-never-cleared", canonical, || Box::<control::AbortedFlagNeverCleared>::default();
     /// The hooks are handed the call under a namespaced tool name, not the model's.
     HookSeesNamespacedToolName = "hook-sees-namespaced-tool-name", canonical, || Box::<wiring::HookSeesNamespacedToolName>::default();
     /// The restore reports the session's last entry as its leaf, whatever leaf was chosen.

@@ -816,6 +816,7 @@ pub(crate) const BITES: &[Bite] = &[
         clauses::stop_reported_as_max_steps,
     ),
     edit("AGENT-1.d", "agent/max-steps-not-reached", clauses::steps_miscounted),
+    mutant("AGENT-1.d", "agent/max-steps-not-reached", "steps-counted-from-one"),
     mutant("AGENT-2.a", "agent/control-calls-settle-at-once", "steer-as-follow-up"),
     edit(
         "AGENT-2.b",
@@ -831,7 +832,13 @@ pub(crate) const BITES: &[Bite] = &[
     edit("AGENT-4.a", "agent/abort-mid-tool", clauses::request_after_abort),
     mutant("AGENT-4.b", "agent/abort-during-before-hook", "tool-starts-after-abort"),
     edit("AGENT-4.c", "agent/abort-mid-tool", clauses::aborted_run_resolves_stop),
+    mutant("AGENT-4.c", "agent/abort-mid-tool", "aborted-run-reports-stop"),
     edit("AGENT-4.d", "agent/abort-mid-tool", clauses::abort_signal_never_fired),
+    mutant(
+        "AGENT-4.d",
+        "agent/abort-reaches-only-active-run",
+        "aborted-flag-never-cleared",
+    ),
     mutant(
         "AGENT-5.b",
         "agent/control-calls-settle-at-once",
