@@ -1,7 +1,8 @@
 //! Control bugs: `abort()`, `steer()` and `followUp()` wired to the wrong place or settled at
 //! the wrong time, and the step bound read wrong.
 
-use crate::runtime::{Cause, Effect, Input, OpValue, RunReason, Settlement};
+use crate::model::StopReason;
+use crate::runtime::{Cause, Completion, Effect, EffectId, Input, OpValue, RunReason, Settlement, SignalId};
 use crate::scenario::Scenario;
 
 use super::seam::{Bug, Facts, Seam};
@@ -151,6 +152,93 @@ impl Bug for AbortedFlagNeverCleared {
                 });
             }
             effect => seam.emit(effect),
+        }
+    }
+}
+
+/// What makes a run's loop go round once more when it should have ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Again {
+    /// The loop checks the signal before a tool, never before a request: once the abort fired,
+    /// the run still asks the model once more.
+    AfterAbort,
+    /// A response with stopReason `error` is retried once (an auto-retry left on).
+    AfterError,
+}
+
+/// The run asks the model once more where it should have ended (see [`Again`]): before the
+/// run's first append, the request it last made goes out again; the run goes on once the model
+/// has answered it, and the answer is dropped.
+pub(crate) struct RequestAgain {
+    again: Again,
+    /// The run's last request, with its signal.
+    last_request: Option<(SignalId, crate::runtime::ModelRequest)>,
+    armed: bool,
+    /// The subject's effects held while the repeated request waits for its answer.
+    held: Option<Vec<Effect>>,
+}
+
+impl RequestAgain {
+    pub fn new(again: Again) -> RequestAgain {
+        RequestAgain {
+            again,
+            last_request: None,
+            armed: false,
+            held: None,
+        }
+    }
+}
+
+impl Bug for RequestAgain {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        if let (
+            Again::AfterError,
+            Input::Complete {
+                completion: Completion::ModelFinal { message },
+                ..
+            },
+        ) = (self.again, &input)
+        {
+            if message.stop_reason == StopReason::Error {
+                self.armed = true;
+            }
+        }
+        seam.deliver(input);
+    }
+
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        if let Some(held) = &mut self.held {
+            held.push(effect);
+            return;
+        }
+        match &effect {
+            Effect::ModelRequest { signal, request, .. } => {
+                self.last_request = Some((*signal, request.clone()));
+            }
+            Effect::AbortSignal { .. } if matches!(self.again, Again::AfterAbort) => self.armed = true,
+            Effect::Append { .. } if self.armed => {
+                self.armed = false;
+                if let Some((signal, request)) = self.last_request.clone() {
+                    let id = seam.fresh_effect();
+                    seam.inject(Effect::ModelRequest {
+                        effect: id,
+                        signal,
+                        request,
+                    });
+                    self.held = Some(vec![effect]);
+                    return;
+                }
+            }
+            _ => {}
+        }
+        seam.emit(effect);
+    }
+
+    fn own_answer(&mut self, _: EffectId, completion: Completion, seam: &mut Seam) {
+        if matches!(completion, Completion::ModelFinal { .. }) {
+            for effect in self.held.take().unwrap_or_default() {
+                self.effect(effect, seam);
+            }
         }
     }
 }

@@ -200,6 +200,10 @@ zoo! {
     AbortedRunReportsStop = "aborted-run-reports-stop", canonical, || Box::<control::AbortedRunReportsStop>::default();
     /// The aborted flag is never cleared: after one aborted run, a later run that stops reports `aborted`.
     AbortedFlagNeverCleared = "aborted-flag-never-cleared", canonical, || Box::<control::AbortedFlagNeverCleared>::default();
+    /// The loop checks the signal before a tool, never before a request: an aborted run asks the model once more.
+    RequestAfterAbort = "request-after-abort", canonical, || Box::new(control::RequestAgain::new(control::Again::AfterAbort));
+    /// A response with stopReason `error` is retried once (an auto-retry left on).
+    RequestAfterError = "request-after-error", canonical, || Box::new(control::RequestAgain::new(control::Again::AfterError));
     /// The hooks are handed the call under a namespaced tool name, not the model's.
     HookSeesNamespacedToolName = "hook-sees-namespaced-tool-name", canonical, || Box::<wiring::HookSeesNamespacedToolName>::default();
     /// The restore reports the session's last entry as its leaf, whatever leaf was chosen.

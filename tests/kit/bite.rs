@@ -830,6 +830,7 @@ pub(crate) const BITES: &[Bite] = &[
         clauses::follow_up_never_sent,
     ),
     edit("AGENT-4.a", "agent/abort-mid-tool", clauses::request_after_abort),
+    mutant("AGENT-4.a", "agent/abort-mid-tool", "request-after-abort"),
     mutant("AGENT-4.b", "agent/abort-during-before-hook", "tool-starts-after-abort"),
     edit("AGENT-4.c", "agent/abort-mid-tool", clauses::aborted_run_resolves_stop),
     mutant("AGENT-4.c", "agent/abort-mid-tool", "aborted-run-reports-stop"),
@@ -855,6 +856,7 @@ pub(crate) const BITES: &[Bite] = &[
         clauses::tool_result_stored_twice,
     ),
     edit("AGENT-6.a", "agent/model-error-ends-run", clauses::request_after_error),
+    mutant("AGENT-6.a", "agent/model-error-ends-run", "request-after-error"),
     mutant("AGENT-6.b", "modes/library-error-reason", "library-reason-always-stop"),
     edit(
         "AGENT-6.b",
