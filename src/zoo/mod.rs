@@ -204,6 +204,8 @@ zoo! {
     RequestAfterAbort = "request-after-abort", canonical, || Box::new(control::RequestAgain::new(control::Again::AfterAbort));
     /// A response with stopReason `error` is retried once (an auto-retry left on).
     RequestAfterError = "request-after-error", canonical, || Box::new(control::RequestAgain::new(control::Again::AfterError));
+    /// The host's after phase loops over every call of the message: a blocked call's error result is shown to an after hook.
+    AfterHooksSeeBlockedCall = "after-hooks-see-blocked-call", canonical, || Box::<wiring::AfterHooksSeeBlockedCall>::default();
     /// The hooks are handed the call under a namespaced tool name, not the model's.
     HookSeesNamespacedToolName = "hook-sees-namespaced-tool-name", canonical, || Box::<wiring::HookSeesNamespacedToolName>::default();
     /// The restore reports the session's last entry as its leaf, whatever leaf was chosen.

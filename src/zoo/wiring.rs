@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::model::ToolSpec;
-use crate::runtime::{Completion, Effect, HookOutcome, HookPhase, Input};
+use crate::model::{Message, ToolCall};
+use crate::runtime::{Completion, Effect, EffectId, HookOutcome, HookPhase, Input};
 
 use super::projection::rewrite_request;
 use super::seam::{Bug, Seam};
@@ -173,6 +174,81 @@ impl Bug for HookSeesNamespacedToolName {
                 });
             }
             effect => seam.emit(effect),
+        }
+    }
+}
+
+/// The host runs the after hooks of a call a before hook blocked, on the blocked call's error
+/// result (a host whose after phase loops over every call of the message): once the run shows
+/// that result (in its next request), the first extension's after hook is called for it, and
+/// the run goes on once the hook has answered.
+#[derive(Default)]
+pub(crate) struct AfterHooksSeeBlockedCall {
+    /// Before hooks in flight: the call each one was asked about.
+    before: Vec<(EffectId, String, ToolCall)>,
+    /// Calls blocked and not yet shown to an after hook.
+    blocked: Vec<(String, ToolCall)>,
+    /// The subject's effects held while the injected after hook waits for its answer.
+    held: Option<Vec<Effect>>,
+}
+
+impl Bug for AfterHooksSeeBlockedCall {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        if let Input::Complete {
+            effect,
+            completion: Completion::Hook(outcome),
+        } = &input
+        {
+            if let Some(index) = self.before.iter().position(|(id, _, _)| id == effect) {
+                let (_, extension, call) = self.before.remove(index);
+                if matches!(outcome, HookOutcome::Deny { .. }) {
+                    self.blocked.push((extension, call));
+                }
+            }
+        }
+        seam.deliver(input);
+    }
+
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        if let Some(held) = &mut self.held {
+            held.push(effect);
+            return;
+        }
+        match &effect {
+            Effect::Hook {
+                effect: id,
+                extension,
+                phase: HookPhase::Before,
+                call,
+                ..
+            } => self.before.push((*id, extension.clone(), call.clone())),
+            Effect::ModelRequest { request, .. } if !self.blocked.is_empty() => {
+                let (extension, call) = self.blocked.remove(0);
+                let result = request.messages.iter().rev().find_map(|message| match message {
+                    Message::ToolResult(result) if result.tool_call_id == call.id => Some(result.clone()),
+                    _ => None,
+                });
+                if let Some(result) = result {
+                    let id = seam.fresh_effect();
+                    seam.inject(Effect::Hook {
+                        effect: id,
+                        extension,
+                        phase: HookPhase::After,
+                        call,
+                        result: Some(result),
+                    });
+                    self.held = Some(vec![effect]);
+                    return;
+                }
+            }
+            _ => {}
+        }
+        seam.emit(effect);
+    }
+
+    fn own_answer(&mut self, _: EffectId, _: Completion, seam: &mut Seam) {
+        for effect in self.held.take().unwrap_or_default() {
+            self.effect(effect, seam);
         }
     }
 }

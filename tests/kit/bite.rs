@@ -450,6 +450,11 @@ pub(crate) const BITES: &[Bite] = &[
     ),
     edit("WIRE-5.a", "wiring/before-hook-denies-call", clauses::core_after_block),
     edit("WIRE-5.b", "wiring/before-hook-denies-call", clauses::hook_after_block),
+    mutant(
+        "WIRE-5.b",
+        "wiring/before-hook-denies-call",
+        "after-hooks-see-blocked-call",
+    ),
     edit(
         "WIRE-5.c",
         "wiring/before-hook-denies-call",
