@@ -230,11 +230,15 @@ pub fn simulate_with(
         }
     }
     let mut choices = Vec::new();
+    // How much of the trace the strategy was shown.
+    let mut shown = 0;
     loop {
         sim.enabled(&mut choices);
         if choices.is_empty() || choices_taken.len() >= crate::limits::SCHEDULE_STEPS_MAX {
             break;
         }
+        strategy.observe(&sim.trace.events[shown..]);
+        shown = sim.trace.events.len();
         let index = strategy.pick(&choices);
         choices_taken.push((index, choices.len()));
         let input = sim.take(choices[index]);

@@ -10,8 +10,10 @@
 //!   oldest choice.
 //! - `exhaustive`: every distinct choice sequence, depth first, up to a bound of runs
 //!   (see `sim::explore_exhaustive`); a run in it replays a fixed prefix, then takes choice 0.
-//! - `guided`: a coverage-guided search over a scenario's schedules (`sim::guided`): each
-//!   schedule continues, at random, a cut of one that reached something new.
+//! - `guided`: a coverage-guided search over a scenario's schedules (`sim::guided`): after a
+//!   first uniform random schedule, each operation is held back until a window (what is in
+//!   flight) it was never delivered in is open, rarest pairs first; it watches the trace grow
+//!   through [`Strategy::observe`].
 
 use super::rng::Rng;
 use super::Choice;
@@ -78,6 +80,10 @@ impl StrategyKind {
 /// Picks among enabled choices; `choices` is never empty.
 pub trait Strategy {
     fn pick(&mut self, choices: &[Choice]) -> usize;
+
+    /// The events recorded since the last pick, shown before the next one: what the world has
+    /// seen so far, never more (the guided search reads what is in flight from it).
+    fn observe(&mut self, _events: &[crate::trace::Event]) {}
 }
 
 pub struct Scripted;
