@@ -567,6 +567,7 @@ pub fn make_strategy(kind: StrategyKind, seed: u64) -> Box<dyn Strategy> {
         StrategyKind::Scripted => Box::new(Scripted),
         StrategyKind::Random => Box::new(Random::new(seed)),
         StrategyKind::Pct { depth } => Box::new(Pct::new(seed, depth)),
+        StrategyKind::PctSteps { depth, steps } => Box::new(Pct::with_steps(seed, depth, u64::from(steps))),
         StrategyKind::Exhaustive { .. } => Box::new(Replay::new(Vec::new())),
         // As a single run, a guided search's first schedule: uniform random from the seed.
         StrategyKind::Guided => Box::new(Random::new(seed)),
