@@ -3,11 +3,16 @@
 //!
 //! Every strategy walks the corpus the same way, round robin: its first schedule of every
 //! scenario, then its second of every scenario, and so on, up to a budget of schedules per
-//! scenario. A mutant is detected at the first schedule a catalogue rule flags. `random` and
-//! `pct` take seed `i` for schedule `i`; `exhaustive` takes the enumeration's `i`-th choice
-//! sequence (scenarios of up to three operations, until their space is covered); `guided` takes
-//! the `i`-th schedule of a coverage-guided search per scenario (seed 0). Naive stress testing
-//! (real threads, random sleeps) runs the corpus for a time budget instead.
+//! scenario. A mutant is detected at the first schedule a catalogue rule flags. In repetition
+//! `r` (of `--repeats`), `random` and `pct` take seed `r * budget + i` for schedule `i`;
+//! `exhaustive` takes the enumeration's `i`-th choice sequence (scenarios of up to three
+//! operations, until their space is covered; the same in every repetition); `guided` takes the
+//! `i`-th schedule of a coverage-guided search per scenario seeded `r * budget` (so its first
+//! schedule is random's). Naive stress testing (real threads, random sleeps) runs the corpus
+//! for a time budget instead.
+//!
+//! [`pct_detection`] measures, per mutant, PCT's detection probability per schedule on each
+//! scenario, for the bench to set beside PCT's guarantee `1/(n k^(d-1))`.
 
 use std::time::{Duration, Instant};
 
@@ -28,7 +33,7 @@ pub struct Detection {
 }
 
 /// The strategies compared, by name.
-pub const STRATEGIES: [&str; 4] = ["random", "pct", "exhaustive", "guided"];
+pub const STRATEGIES: [&str; 5] = ["random", "pct", "pct:3:8", "exhaustive", "guided"];
 
 /// Where each scenario's next schedule comes from.
 enum Source {
@@ -37,18 +42,19 @@ enum Source {
     Guided(Vec<GuidedSearch>),
 }
 
-/// Detects `mutant` with strategy `name` (one of [`STRATEGIES`]), `budget` schedules per scenario.
-pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64) -> Detection {
+/// Detects `mutant` with strategy `name` (one of [`STRATEGIES`]), `budget` schedules per
+/// scenario, in repetition `repeat` (0 for the first).
+pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64, repeat: u64) -> Detection {
+    let first_seed = repeat * budget;
     let mut source = match name {
-        "random" => Source::Seeded(StrategyKind::Random),
-        "pct" => Source::Seeded(StrategyKind::Pct { depth: 3 }),
         "exhaustive" => Source::Exhaustive(
             corpus
                 .iter()
                 .map(|loaded| (loaded.scenario.operations.len() <= EXHAUSTIVE_OPERATIONS_MAX).then(Vec::new))
                 .collect(),
         ),
-        _ => Source::Guided(corpus.iter().map(|_| GuidedSearch::new(0)).collect()),
+        "guided" => Source::Guided(corpus.iter().map(|_| GuidedSearch::new(first_seed)).collect()),
+        seeded => Source::Seeded(StrategyKind::parse(seeded).expect("STRATEGIES are spelt as parse takes them")),
     };
     let started = Instant::now();
     let mut schedules = 0;
@@ -63,7 +69,7 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
                 simulate_with(&loaded.scenario, subject, chooser, false).ok()
             };
             let outcome: Option<RunOutcome> = match &mut source {
-                Source::Seeded(kind) => run(make_strategy(*kind, seed).as_mut(), subject.as_mut()),
+                Source::Seeded(kind) => run(make_strategy(*kind, first_seed + seed).as_mut(), subject.as_mut()),
                 Source::Exhaustive(prefixes) => match prefixes[index].take() {
                     Some(prefix) => {
                         let outcome = run(&mut Replay::new(prefix), subject.as_mut());
@@ -100,4 +106,77 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
         }
     }
     Detection { schedules, time: None }
+}
+
+/// PCT on one scenario against one mutant: how often a schedule detected it, and the run
+/// length PCT's guarantee is stated in.
+#[derive(Debug, Clone)]
+pub struct PctDetection {
+    pub scenario: String,
+    /// Schedules run, and those a catalogue rule flagged.
+    pub schedules: u64,
+    pub detected: u64,
+    /// Steps per schedule, on average (PCT's `k`).
+    pub steps_mean: f64,
+}
+
+impl PctDetection {
+    pub fn probability(&self) -> f64 {
+        self.detected as f64 / self.schedules.max(1) as f64
+    }
+
+    /// PCT's lower bound on the probability that one schedule finds a bug of depth `depth`:
+    /// `1 / (n k^(depth-1))`, `n` the lanes (PCT's threads), `k` the steps of a run.
+    pub fn bound(&self, depth: u32) -> f64 {
+        let lanes = crate::sim::Choice::LANES as f64;
+        1.0 / (lanes * self.steps_mean.powi(depth as i32 - 1))
+    }
+}
+
+/// Seeds `0..seeds` of `kind` (a pct) on every in-process scenario against `mutant`: the
+/// scenario where a schedule detects it most often, if any does.
+pub fn pct_detection(
+    corpus: &[LoadedScenario],
+    mutant: Mutant,
+    kind: StrategyKind,
+    seeds: u64,
+) -> Option<PctDetection> {
+    corpus
+        .iter()
+        .filter(|loaded| loaded.scenario.net.is_none())
+        .map(|loaded| pct_on(loaded, mutant, kind, seeds))
+        .filter(|measured| measured.detected > 0)
+        .fold(None, |best: Option<PctDetection>, measured| match best {
+            Some(best) if best.probability() >= measured.probability() => Some(best),
+            _ => Some(measured),
+        })
+}
+
+/// Seeds `0..seeds` of `kind` on one scenario against `mutant`.
+pub fn pct_on(loaded: &LoadedScenario, mutant: Mutant, kind: StrategyKind, seeds: u64) -> PctDetection {
+    let mut measured = PctDetection {
+        scenario: loaded.name.clone(),
+        schedules: 0,
+        detected: 0,
+        steps_mean: 0.0,
+    };
+    let mut steps = 0;
+    for seed in 0..seeds {
+        let mut subject = crate::implementation::Implementation::mutant(mutant).subject();
+        let mut strategy = make_strategy(kind, seed);
+        let Ok(outcome) = simulate_with(&loaded.scenario, subject.as_mut(), strategy.as_mut(), false) else {
+            continue;
+        };
+        measured.schedules += 1;
+        steps += outcome.choices.len();
+        let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+        if violations
+            .iter()
+            .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
+        {
+            measured.detected += 1;
+        }
+    }
+    measured.steps_mean = steps as f64 / measured.schedules.max(1) as f64;
+    measured
 }

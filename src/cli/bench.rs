@@ -37,6 +37,14 @@ pub struct BenchArgs {
     /// With `--interleaving`: schedules per scenario each strategy may run.
     #[arg(long, default_value_t = 1000)]
     budget: u64,
+    /// With `--interleaving`: how many times each seeded strategy hunts each mutant, with
+    /// fresh seeds each time (a cell is then the mean and the worst over the repetitions).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    repeats: u64,
+    /// With `--interleaving`: pct seeds per scenario for the table of PCT's detection
+    /// probability per schedule beside its guarantee (0: no table).
+    #[arg(long, default_value_t = 200)]
+    pct_seeds: u64,
     /// Only `check-session`: on a generated clean session file and a damaged one of LINES lines
     /// each, in both formats, each run a child process measured for time and peak memory.
     #[arg(long, value_name = "LINES", value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
@@ -220,7 +228,8 @@ fn compare_with_stress(corpus: &[crate::scenario::LoadedScenario], budget: Durat
     }
 }
 
-/// The interleaving tier, side by side (`bench --interleaving`): a markdown table.
+/// The interleaving tier, side by side (`bench --interleaving`): a markdown table, then PCT's
+/// measured detection probability beside its guarantee.
 fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
     use crate::bench::compare::{detect, STRATEGIES};
     use crate::bench::stress::stress_hunt;
@@ -244,20 +253,25 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
             .into_boxed_slice(),
     );
     let stress_budget = Duration::from_secs_f64(args.stress_budget.max(0.1));
+    let repeats = args.repeats;
     println!(
-        "interleaving tier, side by side: {} scenarios; {} schedules per scenario per strategy; naive stress {:.1} s per mutant",
+        "interleaving tier, side by side: {} scenarios; {} schedules per scenario per strategy; {} repetition(s); naive stress {:.1} s per mutant",
         corpus.len(),
         args.budget,
+        repeats,
         stress_budget.as_secs_f64()
     );
     println!();
-    println!("| mutant | naive stress | random | pct | exhaustive | guided |");
-    println!("|---|---|---|---|---|---|");
+    println!("| mutant | naive stress | random | pct | pct:3:8 | exhaustive | guided |");
+    println!("|---|---|---|---|---|---|---|");
     let show = |schedules: u64, time: Option<Duration>| match time {
         Some(time) => format!("{schedules} / {:.1} ms", time.as_secs_f64() * 1000.0),
         None => format!("missed ({schedules})"),
     };
-    let mut totals = [(0u64, 0u64, 0usize); 4];
+    // Per strategy: schedules and microseconds summed over detections, detections, the worst
+    // detection, and per mutant the mean schedules (a miss counted at the schedules it ran).
+    let mut totals = [(0u64, 0u64, 0u64, 0u64); STRATEGIES.len()];
+    let mut means: Vec<Vec<f64>> = STRATEGIES.iter().map(|_| Vec::new()).collect();
     let tier: Vec<Mutant> = Mutant::all()
         .into_iter()
         .filter(|mutant| mutant.interleaving_only())
@@ -274,27 +288,111 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
         };
         let mut cells = Vec::new();
         for (index, name) in STRATEGIES.iter().enumerate() {
-            let detection = detect(&corpus, mutant, name, args.budget);
-            if let Some(time) = detection.time {
-                totals[index].0 += detection.schedules;
-                totals[index].1 += time.as_micros() as u64;
-                totals[index].2 += 1;
+            // Exhaustive enumeration takes no seed: one repetition says all.
+            let runs = if *name == "exhaustive" { 1 } else { repeats };
+            let (mut sum, mut worst, mut missed, mut last) = (0, 0, 0, None);
+            for repeat in 0..runs {
+                let detection = detect(&corpus, mutant, name, args.budget, repeat);
+                sum += detection.schedules;
+                worst = worst.max(detection.schedules);
+                match detection.time {
+                    Some(time) => {
+                        totals[index].0 += detection.schedules;
+                        totals[index].1 += time.as_micros() as u64;
+                        totals[index].2 += 1;
+                        totals[index].3 = totals[index].3.max(detection.schedules);
+                    }
+                    None => missed += 1,
+                }
+                last = Some(detection);
             }
-            cells.push(show(detection.schedules, detection.time));
+            means[index].push(sum as f64 / runs as f64);
+            let detection = last.expect("one repetition at least");
+            cells.push(match runs {
+                1 => show(detection.schedules, detection.time),
+                _ if missed > 0 => format!(
+                    "mean {:.0}, worst {worst}, missed {missed}/{runs}",
+                    sum as f64 / runs as f64
+                ),
+                _ => format!("mean {:.0}, worst {worst}", sum as f64 / runs as f64),
+            });
         }
         println!("| {} | {stress} | {} |", mutant.name(), cells.join(" | "));
     }
     println!();
     for (index, name) in STRATEGIES.iter().enumerate() {
-        let (schedules, micros, found) = totals[index];
+        let (schedules, micros, found, worst) = totals[index];
+        let runs = if *name == "exhaustive" { 1 } else { repeats };
         println!(
-            "{name}: detected {found} of {}; schedules to detect, mean over those: {:.0}; time, mean: {:.1} ms",
-            tier.len(),
+            "{name}: detected {found} of {}; schedules to detect, mean over those: {:.0}; worst: {worst}; time, mean: {:.1} ms",
+            tier.len() as u64 * runs,
             schedules as f64 / found.max(1) as f64,
             micros as f64 / 1000.0 / found.max(1) as f64
         );
     }
+    // Guided against random, mutant by mutant (means over the repetitions).
+    let (random, guided) = (&means[0], &means[STRATEGIES.len() - 1]);
+    let ratios: Vec<f64> = guided
+        .iter()
+        .zip(random)
+        .map(|(guided, random)| guided / random)
+        .collect();
+    let (worst_ratio, worst_mutant) =
+        ratios.iter().zip(&tier).fold(
+            (0.0, ""),
+            |best, (ratio, mutant)| if *ratio > best.0 { (*ratio, mutant.name()) } else { best },
+        );
+    println!(
+        "guided / random, mean schedules to detect: {:.2} over the tier; worst mutant {worst_ratio:.2} ({worst_mutant})",
+        guided.iter().sum::<f64>() / random.iter().sum::<f64>().max(1e-9)
+    );
+    if args.pct_seeds > 0 {
+        pct_against_its_bound(&corpus, &tier, args.pct_seeds);
+    }
     EXIT_PASSED
+}
+
+/// Per tier mutant: PCT's detection probability per schedule on the scenario where
+/// `pct:3:8`'s is highest, for `pct` (k = 48) and `pct:3:8`, beside PCT's guarantee
+/// `1/(n k^(d-1))` for that scenario (its measured mean steps as `k`).
+fn pct_against_its_bound(corpus: &[crate::scenario::LoadedScenario], tier: &[crate::zoo::Mutant], seeds: u64) {
+    use crate::bench::compare::{pct_detection, pct_on};
+    use crate::sim::StrategyKind;
+    let depth = 3;
+    let default = StrategyKind::Pct { depth };
+    let measured_steps = StrategyKind::PctSteps {
+        depth,
+        steps: crate::sim::strategy::PCT_STEPS_MEASURED,
+    };
+    println!();
+    println!(
+        "pct, depth d = {depth}: detection probability per schedule ({seeds} seeds) on the scenario where pct:3:8's is highest, beside PCT's guarantee 1/(n k^(d-1)) with n = {} lanes and k = that scenario's mean steps; pct places its change points in the first {} steps, pct:3:8 in the first 8",
+        crate::sim::Choice::LANES,
+        crate::sim::strategy::PCT_STEPS_ESTIMATE
+    );
+    println!();
+    println!("| mutant | scenario | k | pct | pct:3:8 | bound |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for mutant in tier {
+        let Some(best) = pct_detection(corpus, *mutant, measured_steps, seeds) else {
+            println!("| {} | none | - | - | 0 | - |", mutant.name());
+            continue;
+        };
+        let loaded = corpus
+            .iter()
+            .find(|loaded| loaded.name == best.scenario)
+            .expect("the scenario is in the corpus");
+        let with_default = pct_on(loaded, *mutant, default, seeds);
+        println!(
+            "| {} | {} | {:.1} | {:.3} | {:.3} | {:.4} |",
+            mutant.name(),
+            best.scenario,
+            best.steps_mean,
+            with_default.probability(),
+            best.probability(),
+            best.bound(depth)
+        );
+    }
 }
 
 /// `bench --check-session LINES`: each generated file checked in both formats by a child

@@ -24,9 +24,12 @@ use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PA
 pub struct ExploreArgs {
     /// Scenario files or folders (default: scenarios/).
     paths: Vec<PathBuf>,
-    /// random | pct[:DEPTH] | exhaustive[:BOUND] | guided
-    #[arg(long, default_value = "random", value_parser = parse_strategy)]
-    strategy: StrategyKind,
+    /// random | pct[:DEPTH] | exhaustive[:BOUND] | guided. Default: guided on the in-process
+    /// reference (it finds the interleaving tier in the fewest schedules, README "The
+    /// interleaving tier, side by side"); random with --impl or --world net, which explore by
+    /// seed.
+    #[arg(long, value_parser = parse_strategy)]
+    strategy: Option<StrategyKind>,
     /// Seeds 0..N per scenario (random, pct): at least 1 (an exploration that runs nothing is
     /// bad input, like an empty corpus).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
@@ -159,12 +162,19 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         },
         None => None,
     };
-    if args.strategy == StrategyKind::Scripted {
+    let strategy = args
+        .strategy
+        .unwrap_or(if args.implementation.is_some() || args.world == WorldKind::Net {
+            StrategyKind::Random
+        } else {
+            StrategyKind::Guided
+        });
+    if strategy == StrategyKind::Scripted {
         eprintln!("agentsim: explore needs --strategy random, pct or exhaustive (scripted is one schedule: use `run`)");
         return EXIT_BAD_INPUT;
     }
     let config = ExploreConfig {
-        strategy: args.strategy,
+        strategy,
         seeds: args.seeds,
         shard: args.shard,
         time_limit: args.time_limit.map(Duration::from_secs),
@@ -175,12 +185,11 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         max_failures: args.max_failures,
     };
     let mutant = args.mutant;
-    if args.world == WorldKind::Net && matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided) {
+    if args.world == WorldKind::Net && matches!(strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided) {
         eprintln!("agentsim: --world net explores by seed (random or pct), not exhaustive or guided");
         return EXIT_BAD_INPUT;
     }
-    if args.implementation.is_some() && matches!(args.strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided)
-    {
+    if args.implementation.is_some() && matches!(strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided) {
         eprintln!("agentsim: exhaustive and guided exploration replay choice sequences, which only the in-process reference takes (use random or pct with --impl)");
         return EXIT_BAD_INPUT;
     }
@@ -217,14 +226,14 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         }
         None => 0,
     };
-    print!("{}", render_summary(&summary, args.strategy, started.elapsed()));
+    print!("{}", render_summary(&summary, strategy, started.elapsed()));
     if let Some(dir) = &args.shrink_to {
         if let Err(code) = shrink_failures(&corpus, &summary, dir, &implementation) {
             return code;
         }
     }
     if let Some(dir) = &args.html_dir {
-        let written = crate::html::write_explore_pages(dir, &corpus, &summary, args.strategy, &implementation);
+        let written = crate::html::write_explore_pages(dir, &corpus, &summary, strategy, &implementation);
         if let Err(code) = super::report_pages(dir, written) {
             return code;
         }

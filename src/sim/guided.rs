@@ -1,83 +1,520 @@
-//! The coverage-guided strategy (`--strategy guided`): a search over schedules that prefers
-//! the ones reaching what no earlier schedule of the scenario reached.
+//! The coverage-guided strategy (`--strategy guided`): a search over one scenario's schedules
+//! that aims each operation at an in-flight window no earlier schedule opened for it.
 //!
-//! Feedback is the coverage of a trace: the rule situations it reached (`check::situations`)
-//! and its abstract states, one token per delivery or answer naming what was in flight then
-//! ("steer while model,hook-after"). A schedule that adds a token joins the pool. Each next
-//! schedule either starts fresh (uniform random choices) or takes a pool member's choices up
-//! to a random cut and continues at random from there, so new windows found once are widened
-//! from. Everything comes from one seed through the portable PRNG; a failing schedule replays
+//! The interleaving bugs the kit hunts are windows: an operation that lands while something is
+//! in flight (an after hook, a tool, a later request of the run, a stream past its chunk, an
+//! append, a write, a notification, a queued prompt), or an answer that comes back while an
+//! older effect waits. Uniform random choices deliver an operation at the first chance with
+//! probability one half, the second with one quarter, and so on, so late windows are
+//! exponentially rare. The search instead:
+//!
+//! - **watches what is in flight** ([`Tracker`], fed by [`Strategy::observe`] with the events
+//!   the world recorded so far, never more), so a schedule can hold an operation back until a
+//!   chosen window is open and deliver it there;
+//! - **feeds back coverage**: the (operation kind, in-flight state) pairs each delivery met, the
+//!   (answer kind, in-flight state) pairs each answer met, the whole in-flight sets, and the rule
+//!   situations (`check::situations`) and interleaving pairs (`check::pairs`) of the trace;
+//! - **chooses targets by rarity**: each planned schedule gives every operation a target window,
+//!   drawn with weight falling with how many schedules already reached that (kind, window) pair
+//!   and how often aiming at it failed (a window that never opens for that operation fades), so
+//!   unreached pairs go first and the rest are spread evenly, not geometrically;
+//! - **keeps a pool** of schedules that reached something new; one schedule in eight continues
+//!   a cut of one of them at random, and one in eight starts afresh, uniform random.
+//!
+//! The first schedule of a search is the uniform random schedule of its seed (what `random`
+//! runs for that seed): with no feedback yet, nothing is known to aim at. Everything comes from
+//! the one seed through the portable PRNG, in `BTreeMap` order; a failing schedule replays
 //! exactly with `--choices` (the search's state is not needed to replay it).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::check::{situations, Timeline};
-use crate::runtime::HookPhase;
+use crate::check::{pairs, situations, Timeline};
+use crate::runtime::{EffectId, HookPhase, OpId, SignalId};
 use crate::scenario::Scenario;
-use crate::trace::{Event, Trace};
+use crate::trace::Event;
 
 use super::rng::Rng;
 use super::strategy::Strategy;
 use super::{Choice, RunOutcome};
 
-/// One schedule of the search: a prefix of choices, then uniform random picks.
+/// The in-flight states a [`Tracker`] tells apart, one bit each.
+const WINDOWS: [&str; 13] = [
+    "first-request",
+    "first-request>chunk",
+    "first-request>last-chunk",
+    "later-request",
+    "later-request>chunk",
+    "later-request>last-chunk",
+    "before-hook",
+    "after-hook",
+    "tool",
+    "append",
+    "write",
+    "notify",
+    "queued",
+];
+
+/// The target "nothing in flight": hold the operation until it is the only choice.
+const IDLE: usize = WINDOWS.len();
+
+/// Targets: every window, then idle.
+const TARGETS: usize = WINDOWS.len() + 1;
+
+/// Not a target but the canonical habit: deliver the operation as soon as it can go (what a
+/// focused schedule does with the operations before the one it aims).
+const EAGER: usize = TARGETS + 1;
+
+/// What one pending effect is, for the windows.
+#[derive(Debug, Clone, Copy)]
+enum InFlight {
+    /// A model request: the run's first or a later one, its chunks sent and scripted.
+    Model {
+        first: bool,
+        sent: usize,
+        total: usize,
+    },
+    BeforeHook,
+    AfterHook,
+    Tool,
+    Append,
+    Write,
+    Notify,
+}
+
+impl InFlight {
+    /// The window bit this effect opens (models by request and by chunk).
+    fn window(self) -> usize {
+        match self {
+            InFlight::Model { first, sent, total } => {
+                let stream = match sent {
+                    0 => 0,
+                    sent if sent < total => 1,
+                    _ => 2,
+                };
+                if first {
+                    stream
+                } else {
+                    3 + stream
+                }
+            }
+            InFlight::BeforeHook => 6,
+            InFlight::AfterHook => 7,
+            InFlight::Tool => 8,
+            InFlight::Append => 9,
+            InFlight::Write => 10,
+            InFlight::Notify => 11,
+        }
+    }
+}
+
+/// The index of an operation kind in `check::pairs::OPERATIONS`.
+fn operation_kind(name: &str) -> usize {
+    pairs::OPERATIONS
+        .iter()
+        .position(|kind| *kind == name)
+        .unwrap_or(pairs::OPERATIONS.len())
+}
+
+/// Coverage features, one `u64` each: a tag, then two small numbers.
+fn feature(tag: u64, first: usize, second: usize) -> u64 {
+    (tag << 40) | ((first as u64) << 20) | second as u64
+}
+
+const DELIVERED_IN: u64 = 1;
+const DELIVERED_IN_SET: u64 = 2;
+const ANSWERED_IN: u64 = 3;
+const ANSWERED_IN_SET: u64 = 4;
+const SITUATION: u64 = 5;
+const PAIR: u64 = 6;
+
+/// What is in flight, read from the events the world recorded, and the features met so far.
+#[derive(Debug, Clone, Default)]
+pub struct Tracker {
+    pending: BTreeMap<EffectId, InFlight>,
+    /// Runs (signals) that already made a model request.
+    requested: BTreeSet<SignalId>,
+    /// Prompt-like operations delivered and not settled.
+    running: BTreeSet<OpId>,
+    features: BTreeSet<u64>,
+    /// Every window that was open at some point.
+    windows_seen: u32,
+    /// The chunks the world's script streams for each model request, in request order.
+    chunks: Vec<usize>,
+    requests: usize,
+}
+
+/// How many chunks the world's script streams for each model request of `scenario`.
+fn scripted_chunks(scenario: &Scenario) -> Vec<usize> {
+    (0..scenario.model.len())
+        .map(|index| super::fakes::model_reply(scenario, index, 0).chunks.len())
+        .collect()
+}
+
+impl Tracker {
+    pub fn new(scenario: &Scenario) -> Tracker {
+        Tracker {
+            chunks: scripted_chunks(scenario),
+            ..Tracker::default()
+        }
+    }
+
+    /// The open windows, one bit per entry of [`WINDOWS`].
+    fn mask(&self) -> u32 {
+        let mut mask = 0;
+        for in_flight in self.pending.values() {
+            mask |= 1 << in_flight.window();
+        }
+        if self.running.len() >= 2 {
+            mask |= 1 << 12;
+        }
+        mask
+    }
+
+    /// Whether answering `effect` now would meet a window no schedule answered it in yet.
+    fn answer_is_new(&self, effect: EffectId, reached: &BTreeSet<u64>) -> bool {
+        let Some(in_flight) = self.pending.get(&effect) else {
+            return false;
+        };
+        let mut mask = if self.running.len() >= 2 { 1 << 12 } else { 0 };
+        for (other, other_in_flight) in &self.pending {
+            if *other != effect {
+                mask |= 1 << other_in_flight.window();
+            }
+        }
+        let kind = in_flight.window();
+        if mask == 0 {
+            return !reached.contains(&feature(ANSWERED_IN, kind, IDLE));
+        }
+        (0..WINDOWS.len())
+            .any(|window| mask & (1 << window) != 0 && !reached.contains(&feature(ANSWERED_IN, kind, window)))
+    }
+
+    fn is_open(&self, target: usize) -> bool {
+        match target {
+            IDLE => false,
+            window => self.mask() & (1 << window) != 0,
+        }
+    }
+
+    /// Records `kind` meeting the current windows (`tag`: delivered or answered).
+    fn meet(&mut self, tag: u64, set_tag: u64, kind: usize) {
+        let mask = self.mask();
+        self.features.insert(feature(set_tag, kind, mask as usize));
+        if mask == 0 {
+            self.features.insert(feature(tag, kind, IDLE));
+        }
+        for window in 0..WINDOWS.len() {
+            if mask & (1 << window) != 0 {
+                self.features.insert(feature(tag, kind, window));
+            }
+        }
+    }
+
+    fn answered(&mut self, effect: EffectId) {
+        if let Some(in_flight) = self.pending.remove(&effect) {
+            self.meet(ANSWERED_IN, ANSWERED_IN_SET, in_flight.window());
+        }
+    }
+
+    pub fn observe(&mut self, event: &Event) {
+        self.track(event);
+        self.windows_seen |= self.mask();
+    }
+
+    fn track(&mut self, event: &Event) {
+        match event {
+            Event::Deliver { op, operation } => {
+                self.meet(DELIVERED_IN, DELIVERED_IN_SET, operation_kind(operation.name()));
+                if operation.is_prompt_like() {
+                    self.running.insert(*op);
+                }
+            }
+            Event::Settled { op, .. } => {
+                self.running.remove(op);
+            }
+            Event::ModelRequest { effect, signal, .. } => {
+                let first = self.requested.insert(*signal);
+                let total = self.chunks.get(self.requests).copied().unwrap_or(0);
+                self.requests += 1;
+                self.pending.insert(*effect, InFlight::Model { first, sent: 0, total });
+            }
+            Event::ModelChunk { effect, .. } => {
+                if let Some(InFlight::Model { first, sent, total }) = self.pending.get(effect).copied() {
+                    self.meet(ANSWERED_IN, ANSWERED_IN_SET, TARGETS);
+                    let sent = sent + 1;
+                    self.pending.insert(*effect, InFlight::Model { first, sent, total });
+                }
+            }
+            Event::Hook { effect, phase, .. } => {
+                let in_flight = match phase {
+                    HookPhase::Before => InFlight::BeforeHook,
+                    HookPhase::After => InFlight::AfterHook,
+                };
+                self.pending.insert(*effect, in_flight);
+            }
+            Event::ToolCall { effect, .. } => {
+                self.pending.insert(*effect, InFlight::Tool);
+            }
+            Event::Append { effect, .. } => {
+                self.pending.insert(*effect, InFlight::Append);
+            }
+            Event::Write { effect, .. } => {
+                self.pending.insert(*effect, InFlight::Write);
+            }
+            Event::Notify { effect, .. } => {
+                self.pending.insert(*effect, InFlight::Notify);
+            }
+            Event::ModelResponse { effect, .. }
+            | Event::HookAnswer { effect, .. }
+            | Event::ToolAnswer { effect, .. }
+            | Event::AppendAnswer { effect, .. }
+            | Event::WriteAnswer { effect, .. }
+            | Event::NotifyAnswer { effect, .. } => self.answered(*effect),
+            _ => {}
+        }
+    }
+}
+
+/// One schedule of the search: a prefix of choices, then either uniform random picks or, for
+/// a planned schedule, each operation held back until its target window is open.
 pub struct GuidedRun {
     prefix: Vec<usize>,
     step: usize,
     rng: Rng,
+    /// Per operation (file order), the target the plan aims it at and whether that pair was
+    /// never reached; empty: uniform random.
+    targets: Vec<(usize, bool)>,
+    tracker: Tracker,
+    /// The (answer, window) features reached before, for a planned schedule.
+    answers_reached: BTreeSet<u64>,
+}
+
+impl GuidedRun {
+    fn uniform(seed: u64, prefix: Vec<usize>) -> GuidedRun {
+        GuidedRun {
+            prefix,
+            step: 0,
+            rng: Rng::new(seed),
+            targets: Vec::new(),
+            tracker: Tracker::default(),
+            answers_reached: BTreeSet::new(),
+        }
+    }
+}
+
+impl GuidedRun {
+    /// An answer among `choices[first..]`: three times in four one that meets a window no
+    /// schedule answered it in yet, when there is one; otherwise any, uniformly.
+    fn pick_answer(&mut self, choices: &[Choice], first: usize) -> usize {
+        let new: Vec<usize> = (first..choices.len())
+            .filter(|index| match choices[*index] {
+                Choice::Complete { effect, .. } => self.tracker.answer_is_new(effect, &self.answers_reached),
+                Choice::Deliver { .. } => false,
+            })
+            .collect();
+        if !new.is_empty() && self.rng.below(4) > 0 {
+            return new[self.rng.below(new.len() as u64) as usize];
+        }
+        first + self.rng.below((choices.len() - first) as u64) as usize
+    }
 }
 
 impl Strategy for GuidedRun {
     fn pick(&mut self, choices: &[Choice]) -> usize {
-        let index = match self.prefix.get(self.step) {
-            Some(choice) => (*choice).min(choices.len() - 1),
-            None => self.rng.below(choices.len() as u64) as usize,
-        };
+        let step = self.step;
         self.step += 1;
-        index
+        if let Some(choice) = self.prefix.get(step) {
+            return (*choice).min(choices.len() - 1);
+        }
+        let target = match choices[0] {
+            Choice::Deliver { index } if choices.len() > 1 => self.targets.get(index).copied(),
+            _ => None,
+        };
+        match target {
+            // In the window: deliver; for a pair reached before, one time in two wait for a
+            // later opening instead (a window met twice, say the second after hook of a run).
+            Some((EAGER, _)) => 0,
+            Some((target, fresh)) if self.tracker.is_open(target) && (fresh || self.rng.below(2) == 0) => 0,
+            Some(_) => self.pick_answer(choices, 1),
+            None if !self.targets.is_empty() && !matches!(choices[0], Choice::Deliver { .. }) => {
+                self.pick_answer(choices, 0)
+            }
+            None => self.rng.below(choices.len() as u64) as usize,
+        }
+    }
+
+    fn observe(&mut self, events: &[Event]) {
+        for event in events {
+            self.tracker.observe(event);
+        }
     }
 }
 
 /// The search over one scenario's schedules.
 pub struct GuidedSearch {
+    seed: u64,
     rng: Rng,
+    runs: u64,
+    /// The operation kind of each operation of the scenario (learnt from the first feedback).
+    kinds: Vec<usize>,
+    /// The chunks of each scripted model response (learnt with `kinds`).
+    chunks: Vec<usize>,
+    /// Per feature, the schedules that reached it.
+    reached: BTreeMap<u64, u32>,
+    /// Per (operation, target), how often a planned schedule aimed there and missed.
+    missed: BTreeMap<(usize, usize), u32>,
+    /// The targets of the schedule handed out last, if it was planned.
+    planned: Vec<usize>,
+    /// Whether the last planned schedule aimed at a pair never reached nor aimed at.
+    planned_fresh: bool,
     /// Choice sequences that reached something new, oldest first.
     pool: Vec<Vec<usize>>,
-    seen: BTreeSet<String>,
+    /// Every window some schedule of the search saw open: what a target may be.
+    windows_seen: u32,
 }
 
 impl GuidedSearch {
     pub fn new(seed: u64) -> GuidedSearch {
         GuidedSearch {
+            seed,
             rng: Rng::new(seed),
+            runs: 0,
+            kinds: Vec::new(),
+            chunks: Vec::new(),
+            reached: BTreeMap::new(),
+            missed: BTreeMap::new(),
+            planned: Vec::new(),
+            planned_fresh: true,
             pool: Vec::new(),
-            seen: BTreeSet::new(),
+            windows_seen: 0,
         }
     }
 
     /// The next schedule to run.
     pub fn next_run(&mut self) -> GuidedRun {
-        let seed = self.rng.next_u64();
-        // One schedule in four starts fresh, so the search never narrows to the pool alone.
-        let prefix = if self.pool.is_empty() || self.rng.below(4) == 0 {
-            Vec::new()
-        } else {
-            let parent = &self.pool[self.rng.below(self.pool.len() as u64) as usize];
-            let cut = self.rng.below(parent.len() as u64 + 1) as usize;
-            parent[..cut].to_vec()
-        };
-        GuidedRun {
-            prefix,
-            step: 0,
-            rng: Rng::new(seed),
+        self.runs += 1;
+        self.planned.clear();
+        if self.runs == 1 {
+            return GuidedRun::uniform(self.seed, Vec::new());
         }
+        let seed = self.rng.next_u64();
+        // Fresh pairs left: one schedule in sixteen is uniform and one a pool cut; once every
+        // pair was reached or aimed at, one in eight each.
+        let odds = if self.planned_fresh { 16 } else { 8 };
+        match self.rng.below(odds) {
+            0 => GuidedRun::uniform(seed, Vec::new()),
+            1 if !self.pool.is_empty() => {
+                let parent = &self.pool[self.rng.below(self.pool.len() as u64) as usize];
+                let cut = self.rng.below(parent.len() as u64 + 1) as usize;
+                GuidedRun::uniform(seed, parent[..cut].to_vec())
+            }
+            _ => {
+                // One planned schedule in four focuses on one operation (one with a fresh pair
+                // left, if any): the operations before it go as soon as they can, so it can
+                // land in a window they would otherwise have pushed it past (five operations
+                // queued in one before hook); the others aim all at once.
+                let focus = match self.rng.below(4) {
+                    0 => {
+                        let fresh: Vec<usize> = (0..self.kinds.len()).filter(|op| self.target_weights(*op).1).collect();
+                        match fresh.is_empty() {
+                            true => self.rng.below(self.kinds.len().max(1) as u64) as usize,
+                            false => fresh[self.rng.below(fresh.len() as u64) as usize],
+                        }
+                    }
+                    _ => 0,
+                };
+                let targets: Vec<(usize, bool)> = (0..self.kinds.len())
+                    .map(|op| match op < focus {
+                        true => (EAGER, false),
+                        false => self.draw_target(op),
+                    })
+                    .collect();
+                self.planned = targets.iter().map(|(target, _)| *target).collect();
+                self.planned_fresh = targets.iter().any(|(_, fresh)| *fresh);
+                let answers_reached = self
+                    .reached
+                    .range(feature(ANSWERED_IN, 0, 0)..feature(ANSWERED_IN + 1, 0, 0))
+                    .map(|(feature, _)| *feature)
+                    .collect();
+                GuidedRun {
+                    targets,
+                    answers_reached,
+                    tracker: Tracker {
+                        chunks: self.chunks.clone(),
+                        ..Tracker::default()
+                    },
+                    ..GuidedRun::uniform(seed, Vec::new())
+                }
+            }
+        }
+    }
+
+    /// A target for operation `op`: an unreached (kind, window) pair first, weighted down by
+    /// the schedules that reached it and by the aims that missed it.
+    fn draw_target(&mut self, op: usize) -> (usize, bool) {
+        let (weights, fresh) = self.target_weights(op);
+        let total: u64 = weights.iter().sum();
+        let mut draw = self.rng.below(total.max(1));
+        for (target, weight) in weights.iter().enumerate() {
+            if draw < *weight {
+                return (target, fresh);
+            }
+            draw -= weight;
+        }
+        (IDLE, false)
+    }
+
+    /// The weight of each target for operation `op`, and whether a fresh pair is among them.
+    fn target_weights(&self, op: usize) -> (Vec<u64>, bool) {
+        let kind = self.kinds[op];
+        let counts: Vec<Option<(u64, u64)>> = (0..TARGETS)
+            .map(|target| {
+                let seen = target == IDLE || self.windows_seen & (1 << target) != 0;
+                seen.then(|| {
+                    let reached = self.reached.get(&feature(DELIVERED_IN, kind, target));
+                    let missed = self.missed.get(&(op, target));
+                    (u64::from(*reached.unwrap_or(&0)), u64::from(*missed.unwrap_or(&0)))
+                })
+            })
+            .collect();
+        // A pair neither reached nor aimed at yet goes first.
+        let fresh = counts.contains(&Some((0, 0)));
+        let weights: Vec<u64> = counts
+            .iter()
+            .map(|count| match count {
+                None => 0,
+                Some(_) if fresh => u64::from(*count == Some((0, 0))),
+                Some((reached, missed)) => {
+                    let damping = (1 + reached) * (1 + missed);
+                    1_000_000 / (damping * damping * damping)
+                }
+            })
+            .collect();
+        (weights, fresh)
     }
 
     /// Feeds back one finished schedule; returns whether it reached something new.
     pub fn feedback(&mut self, scenario: &Scenario, outcome: &RunOutcome) -> bool {
+        if self.runs == 1 {
+            self.chunks = scripted_chunks(scenario);
+            self.kinds = scenario
+                .operations
+                .iter()
+                .map(|spec| operation_kind(spec.operation().name()))
+                .collect();
+        }
+        let (features, windows_seen) = coverage_features(scenario, outcome);
+        self.windows_seen |= windows_seen;
         let mut novel = false;
-        for token in coverage_tokens(scenario, outcome) {
-            novel |= self.seen.insert(token);
+        for feature in &features {
+            let count = self.reached.entry(*feature).or_insert(0);
+            novel |= *count == 0;
+            *count += 1;
+        }
+        for (op, target) in self.planned.iter().enumerate().filter(|(_, target)| **target != EAGER) {
+            if !features.contains(&feature(DELIVERED_IN, self.kinds[op], *target)) {
+                *self.missed.entry((op, *target)).or_insert(0) += 1;
+            }
         }
         if novel {
             self.pool
@@ -87,68 +524,91 @@ impl GuidedSearch {
     }
 }
 
-/// What a trace covered: the situations it reached and its abstract states.
-pub fn coverage_tokens(scenario: &Scenario, outcome: &RunOutcome) -> BTreeSet<String> {
+/// What a trace covered: the windows its deliveries and answers met, its rule situations and
+/// its interleaving pairs; and the windows it saw open.
+pub fn coverage_features(scenario: &Scenario, outcome: &RunOutcome) -> (BTreeSet<u64>, u32) {
+    let mut tracker = Tracker::new(scenario);
+    for event in &outcome.trace.events {
+        tracker.observe(event);
+    }
     let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
-    let mut tokens: BTreeSet<String> = situations::reached(&timeline)
-        .into_iter()
-        .map(|index| format!("situation {index}"))
-        .collect();
-    tokens.extend(abstract_states(&outcome.trace));
-    tokens
+    let mut features = tracker.features;
+    features.extend(
+        situations::reached(&timeline)
+            .into_iter()
+            .map(|index| feature(SITUATION, index, 0)),
+    );
+    features.extend(
+        pairs::reached(&timeline)
+            .into_iter()
+            .map(|index| feature(PAIR, index, 0)),
+    );
+    (features, tracker.windows_seen)
 }
 
-/// One token per delivery and per answer: what it was, and what was in flight at that moment.
-pub fn abstract_states(trace: &Trace) -> BTreeSet<String> {
-    let mut pending: std::collections::BTreeMap<crate::runtime::EffectId, &'static str> = Default::default();
-    let mut tokens = BTreeSet::new();
-    let in_flight = |pending: &std::collections::BTreeMap<crate::runtime::EffectId, &'static str>| {
-        let kinds: BTreeSet<&str> = pending.values().copied().collect();
-        kinds.into_iter().collect::<Vec<_>>().join(",")
-    };
-    for event in &trace.events {
-        match event {
-            Event::Deliver { operation, .. } => {
-                tokens.insert(format!("{} while [{}]", operation.name(), in_flight(&pending)));
-            }
-            Event::ModelRequest { effect, .. } => {
-                pending.insert(*effect, "model");
-            }
-            Event::ToolCall { effect, .. } => {
-                pending.insert(*effect, "tool");
-            }
-            Event::Hook { effect, phase, .. } => {
-                pending.insert(
-                    *effect,
-                    match phase {
-                        HookPhase::Before => "hook-before",
-                        HookPhase::After => "hook-after",
-                    },
-                );
-            }
-            Event::Append { effect, .. } => {
-                pending.insert(*effect, "append");
-            }
-            Event::Write { effect, .. } => {
-                pending.insert(*effect, "write");
-            }
-            Event::ModelChunk { effect, .. }
-            | Event::ModelResponse { effect, .. }
-            | Event::ToolAnswer { effect, .. }
-            | Event::HookAnswer { effect, .. }
-            | Event::AppendAnswer { effect, .. }
-            | Event::WriteAnswer { effect, .. } => {
-                let kind = if matches!(event, Event::ModelChunk { .. }) {
-                    pending.get(effect).copied()
-                } else {
-                    pending.remove(effect)
-                };
-                if let Some(kind) = kind {
-                    tokens.insert(format!("{kind} answered while [{}]", in_flight(&pending)));
-                }
-            }
-            _ => {}
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::reference::ReferenceSubject;
+    use crate::sim::{simulate_with, Random};
+
+    fn scenario() -> Scenario {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/agent/steer-and-flush-while-hooks-run.json");
+        crate::scenario::load(&path, "steer-and-flush-while-hooks-run", crate::check::RULE_IDS)
+            .expect("the scenario loads")
+            .scenario
     }
-    tokens
+
+    /// The choice sequences of the first `runs` schedules of a search seeded `seed`.
+    fn search(scenario: &Scenario, seed: u64, runs: usize) -> Vec<Vec<usize>> {
+        let mut search = GuidedSearch::new(seed);
+        (0..runs)
+            .map(|_| {
+                let mut run = search.next_run();
+                let mut subject = ReferenceSubject::new();
+                let outcome = simulate_with(scenario, &mut subject, &mut run, false).expect("the reference runs");
+                search.feedback(scenario, &outcome);
+                outcome.choices.iter().map(|(index, _)| *index).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_search_is_determined_by_its_seed_and_starts_with_randoms_schedule() {
+        let scenario = scenario();
+        let first = search(&scenario, 7, 30);
+        assert_eq!(first, search(&scenario, 7, 30));
+        assert_ne!(first, search(&scenario, 8, 30));
+        let mut subject = ReferenceSubject::new();
+        let random = simulate_with(&scenario, &mut subject, &mut Random::new(7), false).expect("runs");
+        let random: Vec<usize> = random.choices.iter().map(|(index, _)| *index).collect();
+        assert_eq!(first[0], random);
+    }
+
+    /// The planned schedules aim each operation at the windows the first one saw open: within
+    /// a few schedules the flush lands in the after hook, which uniform choices reach about
+    /// once in twenty schedules of this scenario.
+    #[test]
+    fn planned_schedules_reach_a_late_window_in_few_schedules() {
+        let scenario = scenario();
+        let mut search_state = GuidedSearch::new(0);
+        let mut reached_at = None;
+        for run_index in 0..12 {
+            let mut run = search_state.next_run();
+            let mut subject = ReferenceSubject::new();
+            let outcome = simulate_with(&scenario, &mut subject, &mut run, false).expect("the reference runs");
+            search_state.feedback(&scenario, &outcome);
+            let (features, _) = coverage_features(&scenario, &outcome);
+            let after_hook = WINDOWS
+                .iter()
+                .position(|window| *window == "after-hook")
+                .expect("a window");
+            if features.contains(&feature(DELIVERED_IN, operation_kind("flush"), after_hook)) {
+                reached_at = Some(run_index);
+                break;
+            }
+        }
+        assert!(reached_at.is_some(), "no flush during an after hook in 12 schedules");
+    }
 }

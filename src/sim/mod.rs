@@ -230,11 +230,15 @@ pub fn simulate_with(
         }
     }
     let mut choices = Vec::new();
+    // How much of the trace the strategy was shown.
+    let mut shown = 0;
     loop {
         sim.enabled(&mut choices);
         if choices.is_empty() || choices_taken.len() >= crate::limits::SCHEDULE_STEPS_MAX {
             break;
         }
+        strategy.observe(&sim.trace.events[shown..]);
+        shown = sim.trace.events.len();
         let index = strategy.pick(&choices);
         choices_taken.push((index, choices.len()));
         let input = sim.take(choices[index]);
@@ -563,6 +567,7 @@ pub fn make_strategy(kind: StrategyKind, seed: u64) -> Box<dyn Strategy> {
         StrategyKind::Scripted => Box::new(Scripted),
         StrategyKind::Random => Box::new(Random::new(seed)),
         StrategyKind::Pct { depth } => Box::new(Pct::new(seed, depth)),
+        StrategyKind::PctSteps { depth, steps } => Box::new(Pct::with_steps(seed, depth, u64::from(steps))),
         StrategyKind::Exhaustive { .. } => Box::new(Replay::new(Vec::new())),
         // As a single run, a guided search's first schedule: uniform random from the seed.
         StrategyKind::Guided => Box::new(Random::new(seed)),
