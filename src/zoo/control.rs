@@ -2,10 +2,10 @@
 //! the wrong time, and the step bound read wrong.
 
 use crate::model::StopReason;
-use crate::runtime::{Cause, Completion, Effect, EffectId, Input, OpValue, RunReason, Settlement, SignalId};
+use crate::runtime::{Cause, Completion, Effect, EffectId, Input, OpValue, RunReason, RunResult, Settlement, SignalId};
 use crate::scenario::Scenario;
 
-use super::seam::{Bug, Facts, Seam};
+use super::seam::{Bug, Detour, Facts, Seam};
 
 /// `control.abort()` is accepted (and resolves) but never reaches the agent: the signal never
 /// fires.
@@ -87,19 +87,25 @@ pub(crate) struct StepsCountedFromOne;
 
 impl Bug for StepsCountedFromOne {
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match effect {
+        seam.emit(with_run_result(effect, |result| result.steps += 1));
+    }
+}
+
+/// `effect` with its run result changed by `change`, when it resolves a prompt or a mode with
+/// one; any other effect as it is.
+fn with_run_result(effect: Effect, change: impl FnOnce(&mut RunResult)) -> Effect {
+    match effect {
+        Effect::Settled {
+            op,
+            settlement: Settlement::Resolved(OpValue::Run(mut result)),
+        } => {
+            change(&mut result);
             Effect::Settled {
                 op,
-                settlement: Settlement::Resolved(OpValue::Run(mut result)),
-            } => {
-                result.steps += 1;
-                seam.emit(Effect::Settled {
-                    op,
-                    settlement: Settlement::Resolved(OpValue::Run(result)),
-                });
+                settlement: Settlement::Resolved(OpValue::Run(result)),
             }
-            effect => seam.emit(effect),
         }
+        effect => effect,
     }
 }
 
@@ -111,19 +117,11 @@ pub(crate) struct AbortedRunReportsStop;
 
 impl Bug for AbortedRunReportsStop {
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match effect {
-            Effect::Settled {
-                op,
-                settlement: Settlement::Resolved(OpValue::Run(mut result)),
-            } if result.reason == RunReason::Aborted => {
+        seam.emit(with_run_result(effect, |result| {
+            if result.reason == RunReason::Aborted {
                 result.reason = RunReason::Stop;
-                seam.emit(Effect::Settled {
-                    op,
-                    settlement: Settlement::Resolved(OpValue::Run(result)),
-                });
             }
-            effect => seam.emit(effect),
-        }
+        }));
     }
 }
 
@@ -136,23 +134,14 @@ pub(crate) struct AbortedFlagNeverCleared {
 
 impl Bug for AbortedFlagNeverCleared {
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match effect {
-            Effect::Settled {
-                op,
-                settlement: Settlement::Resolved(OpValue::Run(mut result)),
-            } => {
-                if result.reason == RunReason::Aborted {
-                    self.aborted_once = true;
-                } else if self.aborted_once && result.reason == RunReason::Stop {
-                    result.reason = RunReason::Aborted;
-                }
-                seam.emit(Effect::Settled {
-                    op,
-                    settlement: Settlement::Resolved(OpValue::Run(result)),
-                });
+        let aborted_once = &mut self.aborted_once;
+        seam.emit(with_run_result(effect, |result| {
+            if result.reason == RunReason::Aborted {
+                *aborted_once = true;
+            } else if *aborted_once && result.reason == RunReason::Stop {
+                result.reason = RunReason::Aborted;
             }
-            effect => seam.emit(effect),
-        }
+        }));
     }
 }
 
@@ -175,7 +164,7 @@ pub(crate) struct RequestAgain {
     last_request: Option<(SignalId, crate::runtime::ModelRequest)>,
     armed: bool,
     /// The subject's effects held while the repeated request waits for its answer.
-    held: Option<Vec<Effect>>,
+    detour: Detour,
 }
 
 impl RequestAgain {
@@ -184,7 +173,7 @@ impl RequestAgain {
             again,
             last_request: None,
             armed: false,
-            held: None,
+            detour: Detour::default(),
         }
     }
 }
@@ -207,10 +196,9 @@ impl Bug for RequestAgain {
     }
 
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        if let Some(held) = &mut self.held {
-            held.push(effect);
+        let Some(effect) = self.detour.hold(effect) else {
             return;
-        }
+        };
         match &effect {
             Effect::ModelRequest { signal, request, .. } => {
                 self.last_request = Some((*signal, request.clone()));
@@ -220,12 +208,12 @@ impl Bug for RequestAgain {
                 self.armed = false;
                 if let Some((signal, request)) = self.last_request.clone() {
                     let id = seam.fresh_effect();
-                    seam.inject(Effect::ModelRequest {
+                    let again = Effect::ModelRequest {
                         effect: id,
                         signal,
                         request,
-                    });
-                    self.held = Some(vec![effect]);
+                    };
+                    self.detour.start(again, effect, seam);
                     return;
                 }
             }
@@ -236,7 +224,7 @@ impl Bug for RequestAgain {
 
     fn own_answer(&mut self, _: EffectId, completion: Completion, seam: &mut Seam) {
         if matches!(completion, Completion::ModelFinal { .. }) {
-            for effect in self.held.take().unwrap_or_default() {
+            for effect in self.detour.end() {
                 self.effect(effect, seam);
             }
         }

@@ -4,7 +4,7 @@ use crate::model::ToolCall;
 use crate::runtime::{Cause, Completion, Effect, HookOutcome, HookPhase, SignalId};
 use crate::scenario::Scenario;
 
-use super::seam::{Bug, Facts, Seam};
+use super::seam::{Bug, Detour, Facts, Seam};
 
 /// The core executor runs outside the extension host: no hook sees a call (the host wraps
 /// nothing), so no extension can deny, rewrite or observe one.
@@ -68,14 +68,14 @@ pub(crate) struct ToolStartsAfterAbort {
     /// The signal fired while that call's before hooks ran.
     aborted_in_hooks: bool,
     /// The runtime's effects after it skipped the core, held until the tool answers.
-    held: Option<Vec<Effect>>,
+    detour: Detour,
 }
 
 impl Bug for ToolStartsAfterAbort {
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        if let Some(held) = self.held.as_mut() {
-            return held.push(effect);
-        }
+        let Some(effect) = self.detour.hold(effect) else {
+            return;
+        };
         match &effect {
             Effect::ModelRequest { signal, .. } => self.signal = Some(*signal),
             Effect::Hook {
@@ -107,12 +107,12 @@ impl Bug for ToolStartsAfterAbort {
             if let (Some(call), Some(signal)) = (self.call.take(), self.signal) {
                 self.aborted_in_hooks = false;
                 let id = seam.fresh_effect();
-                seam.inject(Effect::ToolCall {
+                let tool = Effect::ToolCall {
                     effect: id,
                     signal,
                     call,
-                });
-                self.held = Some(vec![effect]);
+                };
+                self.detour.start(tool, effect, seam);
                 return;
             }
         }
@@ -120,7 +120,7 @@ impl Bug for ToolStartsAfterAbort {
     }
 
     fn own_answer(&mut self, _: crate::runtime::EffectId, _: Completion, seam: &mut Seam) {
-        for effect in self.held.take().unwrap_or_default() {
+        for effect in self.detour.end() {
             self.effect(effect, seam);
         }
     }

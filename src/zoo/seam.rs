@@ -345,6 +345,39 @@ impl Seam<'_> {
     }
 }
 
+/// A detour: the bug shows the world an effect of its own in the middle of a run (a tool the
+/// runtime skipped, a request or a hook it should not make) and holds the subject's effects
+/// back until the world has answered it, as a runtime that awaited that effect would.
+#[derive(Default)]
+pub(crate) struct Detour {
+    held: Option<Vec<Effect>>,
+}
+
+impl Detour {
+    /// Takes `effect` while a detour is under way; gives it back otherwise.
+    pub fn hold(&mut self, effect: Effect) -> Option<Effect> {
+        match &mut self.held {
+            Some(held) => {
+                held.push(effect);
+                None
+            }
+            None => Some(effect),
+        }
+    }
+
+    /// Shows `own` (its id from [`Seam::fresh_effect`]) and holds `next`, and every effect after
+    /// it, until [`Detour::end`].
+    pub fn start(&mut self, own: Effect, next: Effect, seam: &mut Seam) {
+        seam.inject(own);
+        self.held = Some(vec![next]);
+    }
+
+    /// The effects held back, in order, once the world answered the detour's effect.
+    pub fn end(&mut self) -> Vec<Effect> {
+        self.held.take().unwrap_or_default()
+    }
+}
+
 /// A subject with one bug at its seam.
 pub struct Decorated {
     inner: Box<dyn Subject + Send>,

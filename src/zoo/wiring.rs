@@ -8,7 +8,7 @@ use crate::model::{Message, ToolCall};
 use crate::runtime::{Completion, Effect, EffectId, HookOutcome, HookPhase, Input};
 
 use super::projection::rewrite_request;
-use super::seam::{Bug, Seam};
+use super::seam::{Bug, Detour, Seam};
 
 /// Which after hooks the host never runs.
 #[derive(Debug, Clone, Copy)]
@@ -189,7 +189,7 @@ pub(crate) struct AfterHooksSeeBlockedCall {
     /// Calls blocked and not yet shown to an after hook.
     blocked: Vec<(String, ToolCall)>,
     /// The subject's effects held while the injected after hook waits for its answer.
-    held: Option<Vec<Effect>>,
+    detour: Detour,
 }
 
 impl Bug for AfterHooksSeeBlockedCall {
@@ -210,10 +210,9 @@ impl Bug for AfterHooksSeeBlockedCall {
     }
 
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        if let Some(held) = &mut self.held {
-            held.push(effect);
+        let Some(effect) = self.detour.hold(effect) else {
             return;
-        }
+        };
         match &effect {
             Effect::Hook {
                 effect: id,
@@ -230,14 +229,14 @@ impl Bug for AfterHooksSeeBlockedCall {
                 });
                 if let Some(result) = result {
                     let id = seam.fresh_effect();
-                    seam.inject(Effect::Hook {
+                    let hook = Effect::Hook {
                         effect: id,
                         extension,
                         phase: HookPhase::After,
                         call,
                         result: Some(result),
-                    });
-                    self.held = Some(vec![effect]);
+                    };
+                    self.detour.start(hook, effect, seam);
                     return;
                 }
             }
@@ -247,7 +246,7 @@ impl Bug for AfterHooksSeeBlockedCall {
     }
 
     fn own_answer(&mut self, _: EffectId, _: Completion, seam: &mut Seam) {
-        for effect in self.held.take().unwrap_or_default() {
+        for effect in self.detour.end() {
             self.effect(effect, seam);
         }
     }

@@ -142,22 +142,7 @@ fn observer_told_another_message(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
 /// The runs' agent_end notifications (and their answers) never happen.
 fn agent_end_never_told(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
     use agentsim::runtime::ObservedEvent;
-    let ends: Vec<agentsim::runtime::EffectId> = trace
-        .events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Notify {
-                effect,
-                agent_event: ObservedEvent::AgentEnd { .. },
-                ..
-            } => Some(*effect),
-            _ => None,
-        })
-        .collect();
-    trace.events.retain(|event| match event {
-        Event::Notify { effect, .. } | Event::NotifyAnswer { effect, .. } => !ends.contains(effect),
-        _ => true,
-    });
+    clauses::drop_notifications(trace, |event| matches!(event, ObservedEvent::AgentEnd { .. }));
 }
 
 /// The second prompt is rejected with the error the observer threw at the end of the first run.

@@ -642,20 +642,23 @@ pub(crate) fn later_prompt_settles_first(trace: &mut Trace, _: &mut Vec<SessionE
 /// OBSERVE-1.a: the observers are never told of `message_end` (the notifications and their
 /// answers are gone).
 pub(crate) fn message_ends_never_told(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
-    let ends: Vec<EffectId> = trace
+    drop_notifications(trace, |event| matches!(event, ObservedEvent::MessageEnd { .. }));
+}
+
+/// Removes the notifications of the agent events `which` picks, and their answers.
+pub(crate) fn drop_notifications(trace: &mut Trace, which: fn(&ObservedEvent) -> bool) {
+    let dropped: Vec<EffectId> = trace
         .events
         .iter()
         .filter_map(|event| match event {
             Event::Notify {
-                effect,
-                agent_event: ObservedEvent::MessageEnd { .. },
-                ..
-            } => Some(*effect),
+                effect, agent_event, ..
+            } if which(agent_event) => Some(*effect),
             _ => None,
         })
         .collect();
     trace.events.retain(|event| match event {
-        Event::Notify { effect, .. } | Event::NotifyAnswer { effect, .. } => !ends.contains(effect),
+        Event::Notify { effect, .. } | Event::NotifyAnswer { effect, .. } => !dropped.contains(effect),
         _ => true,
     });
 }
