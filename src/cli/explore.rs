@@ -24,7 +24,7 @@ use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PA
 pub struct ExploreArgs {
     /// Scenario files or folders (default: scenarios/).
     paths: Vec<PathBuf>,
-    /// random | pct[:DEPTH] | exhaustive[:BOUND] | guided. Default: guided on the in-process
+    /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | guided. Default: guided on the in-process
     /// reference (it finds the interleaving tier in the fewest schedules, README "The
     /// interleaving tier, side by side"); random with --impl or --world net, which explore by
     /// seed.

@@ -50,7 +50,7 @@ enum Command {
     Run {
         /// Scenario files or folders (default: scenarios/).
         paths: Vec<PathBuf>,
-        /// scripted | random | pct[:DEPTH] | exhaustive[:BOUND]
+        /// scripted | random | pct[:DEPTH[:K]] | exhaustive[:BOUND]
         #[arg(long, default_value = "scripted", value_parser = parse_strategy)]
         strategy: StrategyKind,
         #[arg(long, default_value_t = 0)]
