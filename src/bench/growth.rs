@@ -78,21 +78,6 @@ pub fn repeated(base: &Value, times: usize) -> Value {
     scenario
 }
 
-/// One point of the growth table.
-#[derive(Debug, Clone, Copy)]
-pub struct Point {
-    /// Operations of the scenario, or schedules of the exploration.
-    pub size: u64,
-    pub schedules: u64,
-    pub run: ChildRun,
-}
-
-impl Point {
-    pub fn per_second(&self) -> f64 {
-        self.schedules as f64 / self.run.elapsed.as_secs_f64().max(1e-9)
-    }
-}
-
 /// Runs `agentsim explore FILE --strategy random --seeds SCHEDULES --threads 1` as a child of
 /// `binary` and measures it.
 pub fn explore_measured(binary: &Path, file: &Path, schedules: u64) -> io::Result<ChildRun> {

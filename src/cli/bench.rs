@@ -446,7 +446,8 @@ fn check_session_on_generated_files(lines: usize) -> u8 {
 /// `bench --growth`: schedules per second and peak memory as the scenario grows (1 to 6 copies
 /// of `--scenario`) and as the exploration grows (10^3 schedules up to `--growth-schedules`).
 fn growth(args: &BenchArgs) -> u8 {
-    use crate::bench::growth::{explore_measured, Point, TempScenarios};
+    use crate::bench::growth::{explore_measured, TempScenarios};
+    use crate::bench::session::ChildRun;
     let binary = match std::env::current_exe() {
         Ok(binary) => binary,
         Err(error) => {
@@ -472,17 +473,13 @@ fn growth(args: &BenchArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let row = |label: String, point: &Point| {
+    let row = |label: String, schedules: u64, run: ChildRun| {
         println!(
-            "| {label} | {} | {} | {:.2} s | {:.0} | {:.1} MB |",
-            point.schedules,
-            point
-                .run
-                .exit_code
-                .map_or("signal".to_string(), |code| code.to_string()),
-            point.run.elapsed.as_secs_f64(),
-            point.per_second(),
-            point.run.peak_rss_bytes as f64 / 1e6
+            "| {label} | {schedules} | {} | {:.2} s | {:.0} | {:.1} MB |",
+            run.exit_code.map_or("signal".to_string(), |code| code.to_string()),
+            run.elapsed.as_secs_f64(),
+            schedules as f64 / run.elapsed.as_secs_f64().max(1e-9),
+            run.peak_rss_bytes as f64 / 1e6
         );
     };
     println!(
@@ -495,14 +492,7 @@ fn growth(args: &BenchArgs) -> u8 {
     for (copies, file) in files.paths().iter().enumerate() {
         let size = operations * (copies as u64 + 1);
         match explore_measured(&binary, file, args.budget) {
-            Ok(run) => row(
-                size.to_string(),
-                &Point {
-                    size,
-                    schedules: args.budget,
-                    run,
-                },
-            ),
+            Ok(run) => row(size.to_string(), args.budget, run),
             Err(error) => {
                 eprintln!("agentsim: cannot run explore: {error}");
                 return EXIT_BAD_INPUT;
@@ -515,14 +505,7 @@ fn growth(args: &BenchArgs) -> u8 {
     let mut schedules = 1_000;
     while schedules <= args.growth_schedules {
         match explore_measured(&binary, &args.scenario, schedules) {
-            Ok(run) => row(
-                format!("10^{}", schedules.ilog10()),
-                &Point {
-                    size: schedules,
-                    schedules,
-                    run,
-                },
-            ),
+            Ok(run) => row(format!("10^{}", schedules.ilog10()), schedules, run),
             Err(error) => {
                 eprintln!("agentsim: cannot run explore: {error}");
                 return EXIT_BAD_INPUT;

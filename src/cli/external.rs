@@ -331,8 +331,8 @@ impl Pool {
         }
         let reused_pid = subject.lock().pid();
         let mut case = self.run_one(loaded, subject);
-        let breached_a_reset = matches!(&case.verdict, Verdict::Broken(failure)
-            if matches!(AdapterFailure::of(failure), Some(AdapterFailure::LineAfterReset { .. })));
+        let breached_a_reset =
+            matches!(&case.verdict, Verdict::Broken(failure) if AdapterFailure::reset_breached(failure).is_some());
         if breached_a_reset {
             // A breach of a reset, not a difference between two runs.
             return case;
@@ -380,10 +380,8 @@ fn breach_of_an_earlier_reset(report: &CaseReport) -> Option<SubjectFailure> {
     let Verdict::Broken(failure) = &report.verdict else {
         return None;
     };
-    match AdapterFailure::of(failure) {
-        Some(AdapterFailure::LineAfterReset { after: Some(after), .. }) if *after != report.name => {
-            Some(failure.clone())
-        }
+    match AdapterFailure::reset_breached(failure) {
+        Some(Some(after)) if after != report.name => Some(failure.clone()),
         _ => None,
     }
 }
@@ -391,7 +389,7 @@ fn breach_of_an_earlier_reset(report: &CaseReport) -> Option<SubjectFailure> {
 /// Gives the breach of a reset to the case whose run the reset ended: the latest of `done` of
 /// that name.
 fn blame_reset(done: &mut [(usize, CaseReport, Option<Hello>)], failure: SubjectFailure) {
-    let Some(AdapterFailure::LineAfterReset { after: Some(after), .. }) = AdapterFailure::of(&failure) else {
+    let Some(Some(after)) = AdapterFailure::reset_breached(&failure) else {
         return;
     };
     if let Some((_, report, _)) = done.iter_mut().rev().find(|(_, report, _)| report.name == *after) {

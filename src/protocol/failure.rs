@@ -95,6 +95,15 @@ impl AdapterFailure {
             _ => None,
         }
     }
+
+    /// For a breach of a reset: the run the reset ended, as the runner named it (`None`
+    /// inside when it did not).
+    pub fn reset_breached(failure: &SubjectFailure) -> Option<Option<&str>> {
+        match AdapterFailure::of(failure)? {
+            AdapterFailure::LineAfterReset { after, .. } => Some(after.as_deref()),
+            _ => None,
+        }
+    }
 }
 
 impl DriverFailure for AdapterFailure {
