@@ -128,6 +128,36 @@ fn lost_by_run(rule: &'static str, timeline: &Timeline<'_>, info: &OpInfo<'_>, t
     })
 }
 
+/// A follow-up that arrived while no run was in its agent phase (idle, or the last run
+/// persisting) and that the next run to start ended without: that run stopped (reason `stop`)
+/// and none of its requests carried it.
+fn lost_by_next_run(timeline: &Timeline<'_>, info: &OpInfo<'_>, text: &str) -> Option<Violation> {
+    if run_in_agent_phase(timeline, info.delivered).is_some() {
+        return None;
+    }
+    let next = timeline
+        .requests
+        .iter()
+        .find(|request| request.line > info.delivered)?
+        .op?;
+    let requests = timeline.requests_of(next);
+    if requests.first()?.line < info.delivered || timeline.run_reason_of(next) != Some(RunReason::Stop) {
+        return None;
+    }
+    let (last_response, _) = requests.last()?.response?;
+    let carried = requests.iter().any(|request| has_user_text(request, text));
+    (!carried).then(|| {
+        Violation::new(
+            "AGENT-3.c",
+            &[info.delivered, last_response],
+            format!(
+                "follow-up {} arrived while no run was active, but the next run ({}) stopped without it",
+                info.op, next
+            ),
+        )
+    })
+}
+
 pub fn steer_joins_the_next_request(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter() {
@@ -159,8 +189,13 @@ pub fn follow_up_continues_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         let Operation::FollowUp { text } = &info.operation else {
             continue;
         };
-        // A follow-up the run lost is AGENT-3.b's alone.
+        // A follow-up the active run lost is AGENT-3.b's alone.
         if let Some(lost) = lost_by_run("AGENT-3.b", timeline, info, text) {
+            violations.push(lost);
+            continue;
+        }
+        // One the next run lost is AGENT-3.c's alone.
+        if let Some(lost) = lost_by_next_run(timeline, info, text) {
             violations.push(lost);
             continue;
         }
@@ -514,14 +549,21 @@ pub fn control_calls_settle_at_once(timeline: &Timeline<'_>) -> Vec<Violation> {
         while matches!(timeline.events.get(line), Some(Event::AbortSignal { .. })) {
             line += 1;
         }
-        let settled_now = matches!(timeline.events.get(line), Some(Event::Settled { op, settlement: Settlement::Resolved(OpValue::Unit) }) if *op == info.op);
-        if !settled_now {
-            violations.push(Violation::new(
-                "AGENT-7.a",
-                &[info.delivered],
-                format!("{} {} did not settle at once", info.operation.name(), info.op),
-            ));
-        }
+        let message = match timeline.events.get(line) {
+            Some(Event::Settled {
+                op,
+                settlement: Settlement::Resolved(OpValue::Unit),
+            }) if *op == info.op => continue,
+            // Settled at once, but not as a control call settles: say what it got.
+            Some(Event::Settled { op, settlement }) if *op == info.op => format!(
+                "{} {} settled at once, but not resolved with nothing as a control call is: {}",
+                info.operation.name(),
+                info.op,
+                crate::trace::describe_settlement(settlement)
+            ),
+            _ => format!("{} {} did not settle at once", info.operation.name(), info.op),
+        };
+        violations.push(Violation::new("AGENT-7.a", &[info.delivered], message));
     }
     violations
 }

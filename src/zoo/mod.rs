@@ -21,6 +21,7 @@ mod queue;
 mod reappend;
 mod restore;
 pub mod seam;
+mod settle;
 mod window;
 mod wiring;
 
@@ -131,6 +132,18 @@ zoo! {
     ArgumentsNotValidated = "arguments-not-validated", canonical, || Box::<executor::ArgumentsNotValidated>::default();
     /// A prompt arriving while another runs or waits is refused as busy instead of queued.
     BusyPromptRejected = "busy-prompt-rejected", canonical, || Box::<queue::BusyPromptRejected>::default();
+    /// flush() after dispose is rejected `runtime.disposed`: the closed runtime refuses every call.
+    FlushRejectedAfterDispose = "flush-rejected-after-dispose", canonical, || Box::new(settle::RefusedAfterDispose(settle::Refused::Flush));
+    /// steer(), followUp() and abort() after dispose are rejected `runtime.disposed`.
+    ControlRejectedAfterDispose = "control-rejected-after-dispose", canonical, || Box::new(settle::RefusedAfterDispose(settle::Refused::Control));
+    /// dispose() on a poisoned runtime rejects with the poison's cause instead of resolving.
+    DisposeRejectsWithPoison = "dispose-rejects-with-poison", canonical, || Box::<settle::DisposeRejectsWithPoison>::default();
+    /// The library adapter wraps a failed run's cause in an error of its own.
+    LibraryWrapsItsRejection = "library-wraps-its-rejection", canonical, || Box::<settle::LibraryWrapsItsRejection>::default();
+    /// An output mode resolves with nothing instead of the run result.
+    ModeResolvesWithNothing = "mode-resolves-with-nothing", canonical, || Box::<settle::ModeResolvesWithNothing>::default();
+    /// An unknown mode is refused with `mode.unsupported` instead of `mode.unknown`.
+    UnknownModeCodeRenamed = "unknown-mode-code-renamed", canonical, || Box::<settle::UnknownModeCodeRenamed>::default();
     /// `control.abort()` is accepted but never reaches the agent: the signal never fires.
     AbortIgnored = "abort-ignored", canonical, || Box::<control::AbortIgnored>::default();
     /// The extension host runs no after hook: the core result goes straight to the agent.
@@ -248,6 +261,33 @@ zoo! {
     FlushResolvesOnLaterRequest = "flush-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::LaterRequest));
     /// dispose() resolves during a later request of the run (it watches the first stream only).
     DisposeResolvesOnLaterRequest = "dispose-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::LaterRequest));
+    /// A prompt that lands while a before hook runs is refused as busy (the guard reads the
+    /// extension host's flag).
+    PromptRefusedDuringBeforeHook = "prompt-refused-during-before-hook", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Prompt, window::Window::BeforeHook));
+    /// A prompt that lands while an after hook runs is refused as busy.
+    PromptRefusedDuringAfterHook = "prompt-refused-during-after-hook", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Prompt, window::Window::AfterHook));
+    /// A mode call that lands while a tool runs is refused as busy.
+    ModeRefusedDuringTool = "mode-refused-during-tool", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Mode, window::Window::Tool));
+    /// A mode call that lands while an append is in flight is refused as busy (the guard reads
+    /// the store client's flag).
+    ModeRefusedWhilePersisting = "mode-refused-while-persisting", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Mode, window::Window::Append));
+    /// A mode call that lands while another mode's write is in flight is refused as busy (one
+    /// sink at a time).
+    ModeRefusedDuringWrite = "mode-refused-during-write", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Mode, window::Window::ModeWrite));
+    /// A library call that lands while a run's first append is in flight is refused as busy.
+    LibraryRefusedOnFirstAppend = "library-refused-on-first-append", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Library, window::Window::FirstAppend));
+    /// A library call that lands while a mode's write is in flight is refused as busy.
+    LibraryRefusedDuringWrite = "library-refused-during-write", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Library, window::Window::ModeWrite));
+    /// flush() resolves at once while a before hook runs.
+    FlushResolvesDuringBeforeHook = "flush-resolves-during-before-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::BeforeHook));
+    /// dispose() resolves at once while a mode's write is in flight (it waits for the agent,
+    /// not the sink).
+    DisposeResolvesDuringWrite = "dispose-resolves-during-write", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::ModeWrite));
+    /// A steer that lands while a run's later append is in flight is dropped (the run's steering
+    /// queue is cleared when its persisting ends).
+    SteerLostWhilePersisting = "steer-lost-while-persisting", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::LaterAppend));
+    /// A follow-up that lands while an append is in flight is dropped.
+    FollowUpLostWhilePersisting = "follow-up-lost-while-persisting", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::FollowUp, window::Window::Append));
 }
 
 impl Mutant {

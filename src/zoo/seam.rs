@@ -109,6 +109,9 @@ pub(crate) struct Watch {
     pub model_requests: usize,
     /// Model requests of the current agent run.
     pub run_requests: usize,
+    /// Appends shown since the last model request: the one in flight is the run's
+    /// `run_appends`-th (a run appends after its last request).
+    pub run_appends: usize,
     pub tools: BTreeSet<EffectId>,
     pub hooks: BTreeMap<EffectId, HookPhase>,
     /// Appends shown and not answered, with their entries.
@@ -245,6 +248,7 @@ impl Watch {
                 self.model = Some((*effect, self.model_requests, 0));
                 self.model_requests += 1;
                 self.run_requests += 1;
+                self.run_appends = 0;
             }
             Effect::ToolCall { effect, .. } => {
                 self.tools.insert(*effect);
@@ -254,6 +258,7 @@ impl Watch {
             }
             Effect::Append { effect, entry } => {
                 self.appends.insert(*effect, entry.clone());
+                self.run_appends += 1;
             }
             Effect::Write { effect, .. } => {
                 self.writes.insert(*effect);

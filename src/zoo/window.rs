@@ -14,7 +14,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::runtime::{Effect, Input, OpId, OpValue, Settlement};
+use crate::runtime::{Cause, Effect, HookPhase, Input, OpId, OpValue, Settlement};
 
 use super::seam::{Bug, Seam};
 
@@ -50,6 +50,8 @@ impl Operation {
 /// What may be in flight when an operation lands.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Window {
+    /// A before hook runs.
+    BeforeHook,
     /// An after hook runs.
     AfterHook,
     /// A tool runs.
@@ -60,12 +62,21 @@ pub(crate) enum Window {
     AfterLastChunk,
     /// The only unsettled prompt's appends are in flight: its run is persisting.
     PersistingRun,
+    /// An append is in flight.
+    Append,
+    /// The run's first append is in flight.
+    FirstAppend,
+    /// An append of the run other than its first is in flight.
+    LaterAppend,
+    /// A mode's write to its sink is in flight.
+    ModeWrite,
 }
 
 impl Window {
     fn is_open(self, seam: &Seam) -> bool {
         let watch = seam.watch();
         match self {
+            Window::BeforeHook => watch.hooks.values().any(|phase| *phase == HookPhase::Before),
             Window::AfterHook => watch.after_hook_running(),
             Window::Tool => !watch.tools.is_empty(),
             Window::LaterRequest => watch.later_request_running(),
@@ -74,6 +85,10 @@ impl Window {
                 chunks >= 1 && streamed >= chunks
             }),
             Window::PersistingRun => !watch.appends.is_empty() && watch.prompts.len() == 1,
+            Window::Append => !watch.appends.is_empty(),
+            Window::FirstAppend => !watch.appends.is_empty() && watch.run_appends == 1,
+            Window::LaterAppend => !watch.appends.is_empty() && watch.run_appends >= 2,
+            Window::ModeWrite => !watch.writes.is_empty(),
         }
     }
 }
@@ -119,6 +134,51 @@ impl Bug for ResolvedInWindow {
         match &effect {
             Effect::Settled { op, .. } if self.resolved_early.remove(op) => {}
             _ => seam.emit(effect),
+        }
+    }
+}
+
+/// The prompt-like operations a busy guard refuses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Call {
+    Prompt,
+    Mode,
+    Library,
+}
+
+impl Call {
+    fn op_of(self, input: &Input) -> Option<OpId> {
+        match (self, input) {
+            (Call::Prompt, Input::Prompt { op, .. })
+            | (Call::Mode, Input::Mode { op, .. })
+            | (Call::Library, Input::Library { op, .. }) => Some(*op),
+            _ => None,
+        }
+    }
+}
+
+/// A busy guard that reads the wrong flag: a call of one kind that lands while one window is
+/// open is refused `runtime.busy` instead of queued (a runtime that checks "a hook is running"
+/// or "the store is writing" where it should enqueue). It never reaches the runtime.
+pub(crate) struct RefusedInWindow {
+    call: Call,
+    window: Window,
+}
+
+impl RefusedInWindow {
+    pub fn new(call: Call, window: Window) -> RefusedInWindow {
+        RefusedInWindow { call, window }
+    }
+}
+
+impl Bug for RefusedInWindow {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        match self.call.op_of(&input) {
+            Some(op) if self.window.is_open(seam) => {
+                let cause = Cause::new("runtime.busy", "the runtime is busy; try again later");
+                seam.settle(op, Settlement::Rejected(cause));
+            }
+            _ => seam.deliver(input),
         }
     }
 }

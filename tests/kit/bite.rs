@@ -733,6 +733,26 @@ pub(crate) const BITES: &[Bite] = &[
         "observers/observer-throws-is-contained",
         "observer-error-rejects-prompt",
     ),
+    mutant(
+        "SETTLE-1.a",
+        "interleaving/operations-during-after-hook",
+        "mode-resolves-with-nothing",
+    ),
+    mutant(
+        "SETTLE-1.b",
+        "poison/poison-takes-precedence-over-dispose",
+        "dispose-rejects-with-poison",
+    ),
+    mutant(
+        "SETTLE-1.b",
+        "lifecycle/control-calls-after-dispose",
+        "control-rejected-after-dispose",
+    ),
+    mutant(
+        "SETTLE-1.b",
+        "lifecycle/flush-after-dispose",
+        "flush-rejected-after-dispose",
+    ),
     edit(
         "MODE-1.a",
         "modes/print-writes-final-assistant-text",
@@ -817,6 +837,11 @@ pub(crate) const BITES: &[Bite] = &[
     edit(
         "AGENT-3.b",
         "agent/follow-up-continues-run",
+        clauses::follow_up_never_sent,
+    ),
+    edit(
+        "AGENT-3.c",
+        "agent/follow-up-before-prompt",
         clauses::follow_up_never_sent,
     ),
     edit("AGENT-4.a", "agent/abort-mid-tool", clauses::request_after_abort),

@@ -663,7 +663,7 @@ pub(crate) fn drop_notifications(trace: &mut Trace, which: fn(&ObservedEvent) ->
     });
 }
 
-/// AGENT-3.b: the follow-up never reaches the model: no request carries it.
+/// AGENT-3.b, AGENT-3.c: the follow-up never reaches the model: no request carries it.
 pub(crate) fn follow_up_never_sent(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
     let text = trace
         .events
