@@ -200,8 +200,9 @@ CAUSES: Dict[str, Dict[str, Any]] = {
     "abort-clears-queues": {
         "reason": "AgentHarness.abort clears the steering and follow-up queues whether or not a "
         "turn runs (Pi parity: the harness's abort reports clearedSteer/clearedFollowUp), so a "
-        "steer or followUp waiting for the next run is dropped by an abort on an idle harness; the "
-        "contract's abort acts on the active run only, and a steer given while idle joins the next run.",
+        "steer or followUp waiting for the next run is dropped by an abort on an idle harness, and "
+        "by a dispose (AgentHarness.dispose awaits abort()); the contract's abort acts on the active "
+        "run only, and a steer or a follow-up no run took joins the next run.",
         "source": source(CORE, "AgentHarness.abort", 1513),
         "verdict": "choice",
     },
@@ -414,7 +415,8 @@ def features(scenario: Dict[str, Any], case: Dict[str, Any]) -> Set[str]:
         found.add("sink-error")
     if any(mode in ("print", "json") for mode in modes):
         found.add("print-write-synchronous")
-    if "abort" in kinds and ("steer" in kinds or "followUp" in kinds):
+    # dispose() awaits the harness's abort(), which clears the queues too.
+    if ("abort" in kinds or "dispose" in kinds) and ("steer" in kinds or "followUp" in kinds):
         found.add("abort-clears-queues")
     if config.get("maxSteps") is not None and "max steps" in json.dumps(scenario).lower() or "max_steps" in json.dumps(scenario.get("expect", {})):
         found.add("no-max-steps")

@@ -128,34 +128,37 @@ fn lost_by_run(rule: &'static str, timeline: &Timeline<'_>, info: &OpInfo<'_>, t
     })
 }
 
-/// A follow-up that arrived while no run was in its agent phase (idle, or the last run
-/// persisting) and that the next run to start ended without: that run stopped (reason `stop`)
-/// and none of its requests carried it.
+/// A follow-up no request carried, though a run that could take it came: the next run to start
+/// after it stopped (reason `stop`) without it. (One the run active at its arrival lost is
+/// [`lost_by_run`]'s; one a run cut short by abort, error, length or the step bound left is the
+/// next run's to take.)
 fn lost_by_next_run(timeline: &Timeline<'_>, info: &OpInfo<'_>, text: &str) -> Option<Violation> {
-    if run_in_agent_phase(timeline, info.delivered).is_some() {
+    let later = || timeline.requests.iter().filter(|request| request.line > info.delivered);
+    if later().any(|request| has_user_text(request, text)) {
         return None;
     }
     let next = timeline
-        .requests
+        .ops
         .iter()
-        .find(|request| request.line > info.delivered)?
-        .op?;
-    let requests = timeline.requests_of(next);
-    if requests.first()?.line < info.delivered || timeline.run_reason_of(next) != Some(RunReason::Stop) {
+        .filter(|other| other.is_prompt_like())
+        .find(|other| {
+            timeline
+                .requests_of(other.op)
+                .first()
+                .is_some_and(|first| first.line > info.delivered)
+        })?;
+    if timeline.run_reason_of(next.op) != Some(RunReason::Stop) {
         return None;
     }
-    let (last_response, _) = requests.last()?.response?;
-    let carried = requests.iter().any(|request| has_user_text(request, text));
-    (!carried).then(|| {
-        Violation::new(
-            "AGENT-3.c",
-            &[info.delivered, last_response],
-            format!(
-                "follow-up {} arrived while no run was active, but the next run ({}) stopped without it",
-                info.op, next
-            ),
-        )
-    })
+    let (last_response, _) = timeline.requests_of(next.op).last()?.response?;
+    Some(Violation::new(
+        "AGENT-3.c",
+        &[info.delivered, last_response],
+        format!(
+            "follow-up {} reached no model request: the next run to start after it ({}) stopped without it",
+            info.op, next.op
+        ),
+    ))
 }
 
 pub fn steer_joins_the_next_request(timeline: &Timeline<'_>) -> Vec<Violation> {
