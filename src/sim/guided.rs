@@ -37,8 +37,9 @@ use super::rng::Rng;
 use super::strategy::Strategy;
 use super::{Choice, RunOutcome};
 
-/// The in-flight states a [`Tracker`] tells apart, one bit each.
-const WINDOWS: [&str; 13] = [
+/// The in-flight states a [`Tracker`] tells apart, one bit each. `append` is a run's first
+/// append (a run appends after its last request), `later-append` any other.
+const WINDOWS: [&str; 14] = [
     "first-request",
     "first-request>chunk",
     "first-request>last-chunk",
@@ -52,6 +53,7 @@ const WINDOWS: [&str; 13] = [
     "write",
     "notify",
     "queued",
+    "later-append",
 ];
 
 /// The target "nothing in flight": hold the operation until it is the only choice.
@@ -76,7 +78,9 @@ enum InFlight {
     BeforeHook,
     AfterHook,
     Tool,
-    Append,
+    Append {
+        later: bool,
+    },
     Write,
     Notify,
 }
@@ -100,7 +104,8 @@ impl InFlight {
             InFlight::BeforeHook => 6,
             InFlight::AfterHook => 7,
             InFlight::Tool => 8,
-            InFlight::Append => 9,
+            InFlight::Append { later: false } => 9,
+            InFlight::Append { later: true } => 13,
             InFlight::Write => 10,
             InFlight::Notify => 11,
         }
@@ -141,6 +146,8 @@ pub struct Tracker {
     /// The chunks the world's script streams for each model request, in request order.
     chunks: Vec<usize>,
     requests: usize,
+    /// Appends since the last model request.
+    run_appends: usize,
 }
 
 /// How many chunks the world's script streams for each model request of `scenario`.
@@ -236,6 +243,7 @@ impl Tracker {
                 let first = self.requested.insert(*signal);
                 let total = self.chunks.get(self.requests).copied().unwrap_or(0);
                 self.requests += 1;
+                self.run_appends = 0;
                 self.pending.insert(*effect, InFlight::Model { first, sent: 0, total });
             }
             Event::ModelChunk { effect, .. } => {
@@ -256,7 +264,9 @@ impl Tracker {
                 self.pending.insert(*effect, InFlight::Tool);
             }
             Event::Append { effect, .. } => {
-                self.pending.insert(*effect, InFlight::Append);
+                let later = self.run_appends >= 1;
+                self.run_appends += 1;
+                self.pending.insert(*effect, InFlight::Append { later });
             }
             Event::Write { effect, .. } => {
                 self.pending.insert(*effect, InFlight::Write);
