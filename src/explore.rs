@@ -659,7 +659,15 @@ fn enumerate(
         (true, true) if enumerator.skipped == 0 && enumeration.abandoned == 0 => {
             SpaceSize::Counted(enumeration.schedules)
         }
-        (true, true) => count_plain(loaded, implementation, u64::from(bound)).unwrap_or_else(|| space(false)),
+        // Counted when the estimate says it fits the bound (counting a space that does not
+        // would cost the bound's runs for nothing).
+        (true, true) => {
+            let estimate = space(false);
+            match estimate.value() <= f64::from(bound) {
+                true => count_plain(loaded, implementation, u64::from(bound)).unwrap_or(estimate),
+                false => estimate,
+            }
+        }
         (_, false) => space(false),
     });
     enumeration

@@ -24,10 +24,14 @@ use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PA
 pub struct ExploreArgs {
     /// Scenario files or folders (default: scenarios/).
     paths: Vec<PathBuf>,
-    /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | guided. Default: guided on the in-process
-    /// reference (it finds the interleaving tier in the fewest schedules, README "The
-    /// interleaving tier, side by side"); random with --impl or --world net, which explore by
-    /// seed.
+    /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | exhaustive-plain[:BOUND] | guided.
+    /// Default: guided on the in-process reference (it finds the interleaving tier in the
+    /// fewest schedules, README "The interleaving tier, side by side"); random with --impl or
+    /// --world net, which explore by seed. `exhaustive` enumerates each scenario's schedules
+    /// depth first, up to BOUND runs (default 10000), with partial-order reduction: one
+    /// schedule per class of schedules that differ only in the order of independent choices
+    /// (observers' answers; README "Exhaustive enumeration"); `exhaustive-plain` runs every
+    /// distinct choice sequence.
     #[arg(long, value_parser = parse_strategy)]
     strategy: Option<StrategyKind>,
     /// Seeds 0..N per scenario (random, pct): at least 1 (an exploration that runs nothing is
@@ -170,7 +174,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
             StrategyKind::Guided
         });
     if strategy == StrategyKind::Scripted {
-        eprintln!("agentsim: explore needs --strategy random, pct or exhaustive (scripted is one schedule: use `run`)");
+        eprintln!("agentsim: explore needs --strategy guided, random, pct, exhaustive or exhaustive-plain (scripted is one schedule: use `run`)");
         return EXIT_BAD_INPUT;
     }
     let config = ExploreConfig {
