@@ -31,13 +31,16 @@
 //! - A write's answer (a mode's output) settles its operation: dependent with deliveries, the
 //!   run's answers (MODE-4's late write error is late relative to model responses), appends and
 //!   other writes.
-//! - An observer's answer is independent of every choice but deliveries, appends and answers of
-//!   the same observer (or of an observer the scenario does not name). OBSERVE-4 is the
-//!   contract that makes this sound: "an observer's answer sets nothing in motion", so what the
-//!   run, the writes and the other observers do is the same whenever it comes back, and no rule
-//!   reads its position but OBSERVE-4, which reads what the answer itself caused. One observer's
-//!   answers stay ordered among themselves (a runtime may tell the next observer when one
-//!   returns, and OBSERVE-1 reads the order each observer is told in).
+//! - An observer's answer is independent of every choice but deliveries, the answers of the
+//!   same observer when another observer comes after it, and the answers of an observer the
+//!   scenario does not name. OBSERVE-4 is the contract that makes this sound: "an observer's
+//!   answer sets nothing in motion", so what the run, the store, the sink and the other
+//!   observers do is the same whenever it comes back, and no rule reads its position but
+//!   OBSERVE-4, which reads what the answer itself caused. One observer's answers stay ordered
+//!   among themselves when a next observer exists (a runtime may tell the next observer when
+//!   one returns, and OBSERVE-1 reads the order each observer is told in). The interleaving
+//!   matrix's answer orders between an append and a notification are not verdicts: a reduced
+//!   enumeration runs one order of the two and need not reach both.
 //!
 //! The soundness test (`tests/kit/reduction.rs`) enumerates small scenarios both ways, on the
 //! reference and on mutants of the zoo, and demands the same set of verdicts (which rules fail)
@@ -348,5 +351,82 @@ impl Strategy for Probe {
 
     fn abandoned(&self) -> bool {
         self.abandoned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::EffectId;
+
+    fn complete(effect: u32, answer: Answer) -> Choice {
+        Choice::Complete {
+            effect: EffectId(effect),
+            answer,
+        }
+    }
+
+    fn notify(effect: u32, observer: Option<u32>, last: bool) -> Choice {
+        complete(effect, Answer::Notify { observer, last })
+    }
+
+    #[test]
+    fn deliveries_and_the_runs_store_and_sink_answers_are_dependent_observers_answers_are_not() {
+        let deliver = Choice::Deliver { index: 0 };
+        let others = [
+            deliver,
+            complete(1, Answer::Model),
+            complete(2, Answer::Tool),
+            complete(3, Answer::Hook),
+            complete(4, Answer::Append),
+            complete(5, Answer::Write),
+            notify(6, Some(0), false),
+        ];
+        for other in &others {
+            assert!(dependent(&deliver, other) && dependent(other, &deliver), "{other:?}");
+        }
+        for (index, first) in others[1..6].iter().enumerate() {
+            for second in &others[1 + index..6] {
+                assert!(dependent(first, second), "{first:?} {second:?}");
+            }
+            assert!(!dependent(first, &notify(7, Some(1), true)), "{first:?}");
+        }
+        // Two observers: independent; one observer's answers only when no observer follows it.
+        assert!(!dependent(&notify(1, Some(0), false), &notify(2, Some(1), true)));
+        assert!(dependent(&notify(1, Some(0), false), &notify(2, Some(0), false)));
+        assert!(!dependent(&notify(1, Some(1), true), &notify(2, Some(1), true)));
+        // An observer the scenario does not name: dependent with every observer's answer.
+        assert!(dependent(&notify(1, None, false), &notify(2, Some(1), true)));
+    }
+
+    #[test]
+    fn a_race_adds_the_reversed_order_to_the_backtrack_set() {
+        // Two steps: an append's answer, then a model response, both enabled at the first step;
+        // they are dependent, so the first step must also try the model response first.
+        let append = complete(1, Answer::Append);
+        let model = complete(2, Answer::Model);
+        let mut frames = vec![
+            Frame {
+                choices: vec![append, model],
+                taken: 0,
+                sleep: Vec::new(),
+                backtrack: vec![append],
+            },
+            Frame {
+                choices: vec![model],
+                taken: 0,
+                sleep: Vec::new(),
+                backtrack: vec![model],
+            },
+        ];
+        add_backtracks(&mut frames);
+        assert_eq!(frames[0].backtrack, vec![append, model]);
+        // With an observer's answer instead of the model's, no race: nothing to add.
+        let answer = notify(3, Some(0), true);
+        frames[0].choices = vec![append, answer];
+        frames[0].backtrack = vec![append];
+        frames[1].choices = vec![answer];
+        add_backtracks(&mut frames);
+        assert_eq!(frames[0].backtrack, vec![append]);
     }
 }
