@@ -246,3 +246,31 @@ impl Strategy for Replay {
         index
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exhaustive_is_reduced_and_exhaustive_plain_is_not_and_both_spell_back() {
+        for (text, bound, reduced) in [
+            ("exhaustive", EXHAUSTIVE_BOUND_DEFAULT, true),
+            ("exhaustive:5000", 5_000, true),
+            ("exhaustive-plain", EXHAUSTIVE_BOUND_DEFAULT, false),
+            ("exhaustive-plain:40", 40, false),
+        ] {
+            let kind = StrategyKind::parse(text).expect("parses");
+            assert_eq!(kind, StrategyKind::Exhaustive { bound, reduced }, "{text}");
+            assert_eq!(StrategyKind::parse(&kind.spelling()), Ok(kind));
+        }
+        for bad in [
+            "exhaustive:0",
+            "exhaustive-plain:x",
+            "exhaustive-plain:-1",
+            "exhaustive-reduced",
+        ] {
+            let error = StrategyKind::parse(bad).expect_err(bad);
+            assert!(error.contains(bad), "{error}");
+        }
+    }
+}
