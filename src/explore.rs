@@ -3,8 +3,11 @@
 //! `random` and `pct` run one schedule per seed; seeds are numbered `0..seeds` and a shard
 //! `K/N` takes the seeds with `seed % N == K - 1`, so N CI jobs divide the work exactly and
 //! any failure replays with `agentsim replay FILE --strategy S --seed SEED`. `exhaustive`
-//! enumerates every distinct choice sequence of a scenario (depth first, by replaying
-//! prefixes), up to a bound of runs; a failure there replays with `--choices`.
+//! enumerates a scenario's schedules depth first, by replaying prefixes, up to a bound of runs,
+//! one per class of schedules that differ only in the order of independent choices
+//! (`sim::reduction`), and says how many plain enumeration (`exhaustive-plain`, every distinct
+//! choice sequence) has and, when the bound cut, how many runs are left, counted or estimated;
+//! a failure there replays with `--choices`.
 //!
 //! The scenario's own expectations describe the canonical schedule only; here the rules alone
 //! judge (outcomes that depend on the schedule are invariants, not one exact trace).
