@@ -3,8 +3,11 @@
 //! `random` and `pct` run one schedule per seed; seeds are numbered `0..seeds` and a shard
 //! `K/N` takes the seeds with `seed % N == K - 1`, so N CI jobs divide the work exactly and
 //! any failure replays with `agentsim replay FILE --strategy S --seed SEED`. `exhaustive`
-//! enumerates every distinct choice sequence of a scenario (depth first, by replaying
-//! prefixes), up to a bound of runs; a failure there replays with `--choices`.
+//! enumerates a scenario's schedules depth first, by replaying prefixes, up to a bound of runs,
+//! one per class of schedules that differ only in the order of independent choices
+//! (`sim::reduction`), and says how many plain enumeration (`exhaustive-plain`, every distinct
+//! choice sequence) has and, when the bound cut, how many runs are left, counted or estimated;
+//! a failure there replays with `--choices`.
 //!
 //! The scenario's own expectations describe the canonical schedule only; here the rules alone
 //! judge (outcomes that depend on the schedule are invariants, not one exact trace).
@@ -23,6 +26,7 @@ use crate::implementation::Implementation;
 use crate::replay::ReplaySpec;
 use crate::scenario::LoadedScenario;
 use crate::sim::guided::GuidedSearch;
+use crate::sim::reduction::{EnumeratedRun, Enumerator, Probe};
 use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, SubjectFailure};
 
 /// Which schedules to run.
@@ -72,12 +76,51 @@ impl ExploreFailure {
 #[derive(Debug, Clone)]
 pub struct Enumeration {
     pub scenario: String,
+    /// With partial-order reduction (sleep sets), or plain.
+    pub reduced: bool,
+    /// Schedules run to their end and judged.
     pub schedules: u64,
+    /// Runs the sleep sets stopped unfinished, unjudged: every continuation was equivalent to a
+    /// schedule already run. They count against the bound.
+    pub abandoned: u64,
     pub distinct_traces: usize,
-    /// Every choice sequence was explored (the bound was not reached).
+    /// Every schedule was run (the bound was not reached).
     pub covered: bool,
-    /// More than three operations: not enumerated.
-    pub skipped: bool,
+    /// The schedules plain enumeration has for the scenario: counted when it fits the bound,
+    /// else estimated.
+    pub plain: Option<SpaceSize>,
+    /// When the bound cut the enumeration: the runs it would still make, estimated (negative
+    /// when the estimate of the whole fell below the runs made).
+    pub remaining: Option<f64>,
+}
+
+/// A number of schedules, counted or estimated (Knuth's estimator, `sim::reduction::Probe`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SpaceSize {
+    Counted(u64),
+    Estimated(f64),
+}
+
+impl SpaceSize {
+    pub fn value(self) -> f64 {
+        match self {
+            SpaceSize::Counted(count) => count as f64,
+            SpaceSize::Estimated(estimate) => estimate,
+        }
+    }
+}
+
+impl Enumeration {
+    /// Plain enumeration's schedules over this one's (runs, abandoned ones included, when this
+    /// one was cut: then it is an estimate's share).
+    pub fn reduction_factor(&self) -> Option<f64> {
+        let plain = self.plain?.value();
+        let reduced = match self.remaining {
+            Some(remaining) => (self.schedules + self.abandoned) as f64 + remaining.max(0.0),
+            None => self.schedules as f64,
+        };
+        Some(plain / reduced.max(1.0))
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -118,8 +161,8 @@ pub const FAILURES_KEPT: usize = 1_000;
 /// Reports progress: `(runs done, runs planned)`.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
-/// The operations at most an exhaustively enumerated scenario may have.
-pub const EXHAUSTIVE_OPERATIONS_MAX: usize = 3;
+/// Random probes of Knuth's estimator per estimate of a space the bound cut.
+pub const ESTIMATE_PROBES: u64 = 200;
 
 /// The seeds of `0..seeds` that belong to `shard`, generated one at a time: memory and the
 /// time to the first schedule do not grow with `seeds`.
@@ -151,7 +194,7 @@ pub fn explore(
     let started = Instant::now();
     let seeds = shard_seeds(config.seeds, config.shard);
     let planned = match config.strategy {
-        StrategyKind::Exhaustive { bound } => (corpus.len() as u64).saturating_mul(u64::from(bound)),
+        StrategyKind::Exhaustive { bound, .. } => (corpus.len() as u64).saturating_mul(u64::from(bound)),
         _ => (corpus.len() as u64).saturating_mul(shard_seed_count(config.seeds, config.shard)),
     };
     let done = AtomicU64::new(0);
@@ -186,16 +229,17 @@ pub fn explore(
                     ..ExploreSummary::default()
                 };
                 match config.strategy {
-                    StrategyKind::Exhaustive { bound } => {
+                    StrategyKind::Exhaustive { bound, reduced } => {
                         let enumeration = enumerate(
                             loaded,
                             bound,
+                            reduced,
                             config.check_determinism,
                             implementation,
                             &mut summary,
                             &timed_out,
                         );
-                        let runs = enumeration.schedules;
+                        let runs = enumeration.schedules + enumeration.abandoned;
                         summary.enumerations.push(enumeration);
                         progress(done.fetch_add(runs, Ordering::Relaxed) + runs, planned);
                     }
@@ -431,8 +475,8 @@ impl ExploreSummary {
 enum Schedule<'s> {
     /// `strategy` from `seed` (random, pct).
     Seed,
-    /// A fixed choice sequence (exhaustive enumeration).
-    Choices(&'s [usize]),
+    /// The next run of an exhaustive enumeration.
+    Enumerated(&'s mut EnumeratedRun),
     /// The next schedule of a guided search, which gets the run's coverage back.
     Guided(&'s mut GuidedSearch),
 }
@@ -447,10 +491,11 @@ fn run_one(
     implementation: &Implementation,
     summary: &mut ExploreSummary,
 ) -> Option<RunOutcome> {
-    let choices = match &schedule {
-        Schedule::Choices(choices) => Some(*choices),
+    let prefix = match &schedule {
+        Schedule::Enumerated(run) => Some(run.prefix()),
         _ => None,
     };
+    let choices = prefix.as_deref();
     let by_choices = !matches!(schedule, Schedule::Seed);
     let judging = summary.selection.flags();
     let spec = |choices: Option<&[usize]>| -> String {
@@ -464,9 +509,10 @@ fn run_one(
         .command()
     };
     let replay = spec(choices);
-    let mut guided = match schedule {
-        Schedule::Guided(search) => Some(search),
-        _ => None,
+    let (mut guided, mut enumerated) = match schedule {
+        Schedule::Guided(search) => (Some(search), None),
+        Schedule::Enumerated(run) => (None, Some(run)),
+        Schedule::Seed => (None, None),
     };
     let guided_run = guided.as_mut().map(|search| search.next_run());
     let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
@@ -486,12 +532,16 @@ fn run_one(
             ),
         }
     };
-    let first = match guided_run {
-        Some(mut guided_run) => {
+    let first = match (guided_run, enumerated.as_mut()) {
+        (Some(mut guided_run), _) => {
             let mut subject = implementation.subject();
             simulate_with(&loaded.scenario, subject.as_mut(), &mut guided_run, false)
         }
-        None => run(choices),
+        (None, Some(enumerated)) => {
+            let mut subject = implementation.subject();
+            simulate_with(&loaded.scenario, subject.as_mut(), &mut **enumerated, false)
+        }
+        (None, None) => run(choices),
     };
     let outcome = match first {
         Ok(outcome) => outcome,
@@ -508,6 +558,10 @@ fn run_one(
     };
     if let Some(search) = guided {
         search.feedback(&loaded.scenario, &outcome);
+    }
+    if enumerated.is_some_and(|run| run.is_abandoned()) {
+        // Equivalent to a schedule already run: not judged, not counted.
+        return Some(outcome);
     }
     // A fixed-choice or guided run replays with the whole sequence it took.
     let replay = match by_choices {
@@ -540,19 +594,13 @@ fn run_one(
     Some(outcome)
 }
 
-/// The next choice sequence after the run that took `taken` (index, choices) at each step: the
-/// deepest choice with an untried alternative, bumped; `None` when every sequence was tried.
-pub fn next_prefix(taken: &[(usize, usize)]) -> Option<Vec<usize>> {
-    let position = taken.iter().rposition(|(index, count)| index + 1 < *count)?;
-    let mut prefix: Vec<usize> = taken[..position].iter().map(|(index, _)| *index).collect();
-    prefix.push(taken[position].0 + 1);
-    Some(prefix)
-}
-
-/// Depth-first enumeration of every choice sequence, up to `bound` runs.
+/// Depth-first enumeration of the schedules, with or without reduction, up to `bound` runs;
+/// then how much plain enumeration would run, and when the bound cut, what is left.
+#[allow(clippy::too_many_arguments)]
 fn enumerate(
     loaded: &LoadedScenario,
     bound: u32,
+    reduced: bool,
     check_determinism: bool,
     implementation: &Implementation,
     summary: &mut ExploreSummary,
@@ -560,43 +608,110 @@ fn enumerate(
 ) -> Enumeration {
     let mut enumeration = Enumeration {
         scenario: loaded.name.clone(),
+        reduced,
         schedules: 0,
+        abandoned: 0,
         distinct_traces: 0,
         covered: false,
-        skipped: loaded.scenario.operations.len() > EXHAUSTIVE_OPERATIONS_MAX,
+        plain: None,
+        remaining: None,
     };
-    if enumeration.skipped {
-        return enumeration;
-    }
     let mut traces: BTreeSet<String> = BTreeSet::new();
-    let mut prefix: Vec<usize> = Vec::new();
-    loop {
-        if enumeration.schedules >= u64::from(bound) || timed_out() {
+    let mut enumerator = Enumerator::new(reduced);
+    let mut stopped = false;
+    while enumeration.schedules + enumeration.abandoned < u64::from(bound) {
+        if timed_out() {
+            stopped = true;
             break;
         }
-        enumeration.schedules += 1;
+        let Some(mut run) = enumerator.next_run() else { break };
         let Some(outcome) = run_one(
             loaded,
             StrategyKind::Scripted,
             0,
-            Schedule::Choices(&prefix),
+            Schedule::Enumerated(&mut run),
             check_determinism,
             implementation,
             summary,
         ) else {
+            stopped = true;
             break;
         };
-        traces.insert(outcome.trace.render());
-        match next_prefix(&outcome.choices) {
-            Some(next) => prefix = next,
-            None => {
-                enumeration.covered = true;
-                break;
+        if run.is_abandoned() {
+            enumeration.abandoned += 1;
+        } else {
+            enumeration.schedules += 1;
+            traces.insert(outcome.trace.render());
+        }
+        enumerator.finish_run(run);
+    }
+    enumeration.covered = enumerator.covered();
+    enumeration.distinct_traces = traces.len();
+    if stopped && !enumeration.covered {
+        return enumeration;
+    }
+    let space = |reduced: bool| SpaceSize::Estimated(estimate_space(loaded, implementation, reduced));
+    if !enumeration.covered {
+        // Negative when the estimate fell below the runs already made (the estimator's
+        // variance is high on lopsided trees): shown as such.
+        enumeration.remaining = Some(space(reduced).value() - (enumeration.schedules + enumeration.abandoned) as f64);
+    }
+    enumeration.plain = Some(match (reduced, enumeration.covered) {
+        (false, true) => SpaceSize::Counted(enumeration.schedules),
+        // Nothing was asleep: the reduced tree is the plain one.
+        (true, true) if enumerator.skipped == 0 && enumeration.abandoned == 0 => {
+            SpaceSize::Counted(enumeration.schedules)
+        }
+        // Counted when the estimate says it fits the bound (counting a space that does not
+        // would cost the bound's runs for nothing).
+        (true, true) => {
+            let estimate = space(false);
+            match estimate.value() <= f64::from(bound) {
+                true => count_plain(loaded, implementation, u64::from(bound)).unwrap_or(estimate),
+                false => estimate,
             }
         }
-    }
-    enumeration.distinct_traces = traces.len();
+        (_, false) => space(false),
+    });
     enumeration
+}
+
+/// Runs `strategy` on `loaded`, trace only (no rule judges).
+fn run_unjudged(
+    loaded: &LoadedScenario,
+    implementation: &Implementation,
+    strategy: &mut dyn crate::sim::Strategy,
+) -> Option<RunOutcome> {
+    let mut subject = implementation.subject();
+    simulate_with(&loaded.scenario, subject.as_mut(), strategy, false).ok()
+}
+
+/// The schedules of plain enumeration, counted when there are at most `bound`.
+fn count_plain(loaded: &LoadedScenario, implementation: &Implementation, bound: u64) -> Option<SpaceSize> {
+    let mut enumerator = Enumerator::new(false);
+    let mut runs = 0;
+    while let Some(mut run) = enumerator.next_run() {
+        if runs == bound {
+            return None;
+        }
+        run_unjudged(loaded, implementation, &mut run)?;
+        runs += 1;
+        enumerator.finish_run(run);
+    }
+    Some(SpaceSize::Counted(runs))
+}
+
+/// Knuth's estimate of the runs an enumeration of `loaded` makes: the mean of
+/// [`ESTIMATE_PROBES`] probes seeded `0..`, so the same scenario gives the same estimate.
+pub fn estimate_space(loaded: &LoadedScenario, implementation: &Implementation, reduced: bool) -> f64 {
+    let mut sum = 0.0;
+    for seed in 0..ESTIMATE_PROBES {
+        let mut probe = Probe::new(reduced, seed);
+        if run_unjudged(loaded, implementation, &mut probe).is_some() {
+            sum += probe.estimate;
+        }
+    }
+    sum / ESTIMATE_PROBES as f64
 }
 
 /// How one mutant died: the first schedule on which a catalogue rule flagged it.

@@ -19,7 +19,8 @@
 //!   for the bugs that live inside one step.
 //! - [`zoo`]: the bug zoo: every named mutant, seam decorators around the reference and core
 //!   switches, and the subject each one runs as.
-//! - [`sim`]: the scheduler, strategies (scripted, random, pct, exhaustive, coverage-guided),
+//! - [`sim`]: the scheduler, strategies (scripted, random, pct, exhaustive with partial-order
+//!   reduction or plain, coverage-guided),
 //!   the portable PRNG, the fakes and the fault plan.
 //! - [`shell`]: the async shell around the reference Runtime (tokio), with one `dyn` seam per
 //!   model, store, tool host and output sink: the embedding API and the networked world's runtime.

@@ -158,7 +158,14 @@ mod tests {
         );
         let choices = ReplaySpec {
             choices: Some(vec![0, 2, 1]),
-            ..ReplaySpec::new("s.json".into(), StrategyKind::Exhaustive { bound: 10 }, 0)
+            ..ReplaySpec::new(
+                "s.json".into(),
+                StrategyKind::Exhaustive {
+                    bound: 10,
+                    reduced: true,
+                },
+                0,
+            )
         };
         assert_eq!(choices.command(), "agentsim replay s.json --choices 0.2.1");
     }

@@ -290,7 +290,10 @@ pub fn run_case_on_choices(
     let mut chooser = crate::sim::Replay::new(choices.to_vec());
     let mut report = run_case_with(
         loaded,
-        StrategyKind::Exhaustive { bound: 1 },
+        StrategyKind::Exhaustive {
+            bound: 1,
+            reduced: true,
+        },
         0,
         &mut chooser,
         implementation,

@@ -13,7 +13,8 @@
 //! seeded mutator; `html` loads the HTML pages in headless Chromium; `ci_doc` checks the
 //! commands of docs/ci.md and the implementers' guide parse; `sdk` runs the JavaScript and
 //! Python adapter SDKs' own suites; `zoo` kills every mutant through `serve` as in process;
-//! `fields` shows every wire field judged by a rule or listed with the reason it is not.
+//! `fields` shows every wire field judged by a rule or listed with the reason it is not;
+//! `reduction` shows the reduced exhaustive enumeration reaches every verdict the plain one does.
 
 #[path = "kit/api.rs"]
 mod api;
@@ -49,6 +50,8 @@ mod messages;
 mod net;
 #[path = "kit/protocol.rs"]
 mod protocol;
+#[path = "kit/reduction.rs"]
+mod reduction;
 #[path = "kit/replay_fidelity.rs"]
 mod replay_fidelity;
 #[path = "kit/sdk.rs"]

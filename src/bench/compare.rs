@@ -5,8 +5,9 @@
 //! scenario, then its second of every scenario, and so on, up to a budget of schedules per
 //! scenario. A mutant is detected at the first schedule a catalogue rule flags. In repetition
 //! `r` (of `--repeats`), `random` and `pct` take seed `r * budget + i` for schedule `i`;
-//! `exhaustive` takes the enumeration's `i`-th choice sequence (scenarios of up to three
-//! operations, until their space is covered; the same in every repetition); `guided` takes the
+//! `exhaustive` takes the reduced enumeration's `i`-th run (until the scenario's space is
+//! covered; the same in every repetition; a run the sleep sets stop unfinished counts as a
+//! schedule and judges nothing); `guided` takes the
 //! `i`-th schedule of a coverage-guided search per scenario seeded `r * budget` (so its first
 //! schedule is random's). Naive stress testing (real threads, random sleeps) runs the corpus
 //! for a time budget instead.
@@ -17,10 +18,10 @@
 use std::time::{Duration, Instant};
 
 use crate::check::{self, RULE_IDS};
-use crate::explore::{next_prefix, EXHAUSTIVE_OPERATIONS_MAX};
 use crate::scenario::LoadedScenario;
 use crate::sim::guided::GuidedSearch;
-use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, Strategy, StrategyKind};
+use crate::sim::reduction::Enumerator;
+use crate::sim::{make_strategy, simulate_with, RunOutcome, Strategy, StrategyKind};
 use crate::zoo::Mutant;
 
 /// How one way of choosing schedules did on one mutant.
@@ -38,7 +39,8 @@ pub const STRATEGIES: [&str; 5] = ["random", "pct", "pct:3:8", "exhaustive", "gu
 /// Where each scenario's next schedule comes from.
 enum Source {
     Seeded(StrategyKind),
-    Exhaustive(Vec<Option<Vec<usize>>>),
+    /// One reduced enumeration per scenario, `None` once covered.
+    Exhaustive(Vec<Option<Enumerator>>),
     Guided(Vec<GuidedSearch>),
 }
 
@@ -47,12 +49,7 @@ enum Source {
 pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64, repeat: u64) -> Detection {
     let first_seed = repeat * budget;
     let mut source = match name {
-        "exhaustive" => Source::Exhaustive(
-            corpus
-                .iter()
-                .map(|loaded| (loaded.scenario.operations.len() <= EXHAUSTIVE_OPERATIONS_MAX).then(Vec::new))
-                .collect(),
-        ),
+        "exhaustive" => Source::Exhaustive(corpus.iter().map(|_| Some(Enumerator::new(true))).collect()),
         "guided" => Source::Guided(corpus.iter().map(|_| GuidedSearch::new(first_seed)).collect()),
         seeded => Source::Seeded(StrategyKind::parse(seeded).expect("STRATEGIES are spelt as parse takes them")),
     };
@@ -70,14 +67,24 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
             };
             let outcome: Option<RunOutcome> = match &mut source {
                 Source::Seeded(kind) => run(make_strategy(*kind, first_seed + seed).as_mut(), subject.as_mut()),
-                Source::Exhaustive(prefixes) => match prefixes[index].take() {
-                    Some(prefix) => {
-                        let outcome = run(&mut Replay::new(prefix), subject.as_mut());
-                        prefixes[index] = outcome.as_ref().and_then(|outcome| next_prefix(&outcome.choices));
-                        outcome
+                Source::Exhaustive(enumerators) => {
+                    let Some(mut enumerated) = enumerators[index].as_mut().and_then(Enumerator::next_run) else {
+                        continue;
+                    };
+                    let outcome = run(&mut enumerated, subject.as_mut());
+                    let abandoned = enumerated.is_abandoned();
+                    match &outcome {
+                        Some(_) => enumerators[index].as_mut().expect("ran").finish_run(enumerated),
+                        None => enumerators[index] = None,
                     }
-                    None => continue,
-                },
+                    // A run the sleep sets stopped unfinished costs a schedule; it judges nothing.
+                    if abandoned {
+                        ran = true;
+                        schedules += 1;
+                        continue;
+                    }
+                    outcome
+                }
                 Source::Guided(searches) => {
                     let mut guided = searches[index].next_run();
                     let outcome = run(&mut guided, subject.as_mut());

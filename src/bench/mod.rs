@@ -18,13 +18,13 @@ pub mod growth;
 pub mod session;
 pub mod stress;
 
-use crate::explore::next_prefix;
 use crate::model::ContentBlock;
 use crate::runtime::{Completion, Effect, HookOutcome, HookPhase, Input, OpId, Runtime, StoreOutcome, ToolOutcome};
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::sim::fakes::model_reply;
+use crate::sim::reduction::Enumerator;
 use crate::sim::reference::{runtime_parts, ReferenceSubject};
-use crate::sim::{simulate, simulate_with, Random, Replay};
+use crate::sim::{simulate, simulate_with, Random};
 
 /// A rate measured over a fixed wall-clock window.
 #[derive(Debug, Clone, Copy)]
@@ -144,27 +144,44 @@ fn bare_run(scenario: &Scenario) {
     }
 }
 
-/// Every schedule of `loaded`, depth first, up to `bound` runs, each checked:
-/// (schedules, covered, elapsed).
-pub fn exhaustive_time(loaded: &LoadedScenario, bound: u64) -> (u64, bool, Duration) {
+/// What [`exhaustive_time`] measured.
+#[derive(Debug, Clone, Copy)]
+pub struct EnumerationTime {
+    /// Schedules run to their end, each checked.
+    pub schedules: u64,
+    /// Runs the sleep sets stopped unfinished (reduced enumeration only).
+    pub abandoned: u64,
+    pub covered: bool,
+    pub elapsed: Duration,
+}
+
+/// Every schedule of `loaded`, depth first, with or without reduction, up to `bound` runs,
+/// each run to its end checked.
+pub fn exhaustive_time(loaded: &LoadedScenario, bound: u64, reduced: bool) -> EnumerationTime {
     let started = Instant::now();
-    let mut prefix: Vec<usize> = Vec::new();
-    let mut schedules = 0;
-    while schedules < bound {
-        schedules += 1;
+    let mut enumerator = Enumerator::new(reduced);
+    let (mut schedules, mut abandoned) = (0, 0);
+    while schedules + abandoned < bound {
+        let Some(mut run) = enumerator.next_run() else { break };
         let mut subject = ReferenceSubject::new();
-        let outcome = simulate(&loaded.scenario, &mut subject, &mut Replay::new(prefix.clone()))
-            .expect("the reference never breaks");
-        let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
-        assert!(
-            violations.is_empty(),
-            "the reference violated a rule in {}",
-            loaded.name
-        );
-        match next_prefix(&outcome.choices) {
-            Some(next) => prefix = next,
-            None => return (schedules, true, started.elapsed()),
+        let outcome = simulate(&loaded.scenario, &mut subject, &mut run).expect("the reference never breaks");
+        if run.is_abandoned() {
+            abandoned += 1;
+        } else {
+            schedules += 1;
+            let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+            assert!(
+                violations.is_empty(),
+                "the reference violated a rule in {}",
+                loaded.name
+            );
         }
+        enumerator.finish_run(run);
     }
-    (schedules, false, started.elapsed())
+    EnumerationTime {
+        schedules,
+        abandoned,
+        covered: enumerator.covered(),
+        elapsed: started.elapsed(),
+    }
 }

@@ -170,7 +170,11 @@ async fn answer(shared: Arc<Mutex<Shared<'static>>>, effect: EffectId, seed: u64
                     state.in_flight -= 1;
                     return;
                 }
-                Some((_, true)) => Some(state.world.take(Choice::Complete { effect, lane: 0 })),
+                // `take` reads only the effect of a completion.
+                Some((_, true)) => Some(state.world.take(Choice::Complete {
+                    effect,
+                    answer: crate::sim::Answer::Model,
+                })),
             }
         };
         if let Some(input) = input {

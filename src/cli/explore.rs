@@ -24,10 +24,14 @@ use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PA
 pub struct ExploreArgs {
     /// Scenario files or folders (default: scenarios/).
     paths: Vec<PathBuf>,
-    /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | guided. Default: guided on the in-process
-    /// reference (it finds the interleaving tier in the fewest schedules, README "The
-    /// interleaving tier, side by side"); random with --impl or --world net, which explore by
-    /// seed.
+    /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | exhaustive-plain[:BOUND] | guided.
+    /// Default: guided on the in-process reference (it finds the interleaving tier in the
+    /// fewest schedules, README "The interleaving tier, side by side"); random with --impl or
+    /// --world net, which explore by seed. `exhaustive` enumerates each scenario's schedules
+    /// depth first, up to BOUND runs (default 10000), with partial-order reduction: one
+    /// schedule per class of schedules that differ only in the order of independent choices
+    /// (observers' answers; README "Exhaustive enumeration"); `exhaustive-plain` runs every
+    /// distinct choice sequence.
     #[arg(long, value_parser = parse_strategy)]
     strategy: Option<StrategyKind>,
     /// Seeds 0..N per scenario (random, pct): at least 1 (an exploration that runs nothing is
@@ -170,7 +174,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
             StrategyKind::Guided
         });
     if strategy == StrategyKind::Scripted {
-        eprintln!("agentsim: explore needs --strategy random, pct or exhaustive (scripted is one schedule: use `run`)");
+        eprintln!("agentsim: explore needs --strategy guided, random, pct, exhaustive or exhaustive-plain (scripted is one schedule: use `run`)");
         return EXIT_BAD_INPUT;
     }
     let config = ExploreConfig {
@@ -351,27 +355,16 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
     if summary.stopped_by_failures {
         text.push_str("stopped at --max-failures\n");
     }
-    if let StrategyKind::Exhaustive { bound } = strategy {
-        let enumerated: Vec<_> = summary.enumerations.iter().filter(|e| !e.skipped).collect();
+    if let StrategyKind::Exhaustive { bound, reduced } = strategy {
+        let enumerated = &summary.enumerations;
         let covered = enumerated.iter().filter(|e| e.covered).count();
-        for enumeration in &enumerated {
-            text.push_str(&format!(
-                "exhaustive {}: {} schedules, {} distinct traces, {}\n",
-                enumeration.scenario,
-                enumeration.schedules,
-                enumeration.distinct_traces,
-                if enumeration.covered {
-                    "space covered".to_string()
-                } else {
-                    format!("bound {bound} reached")
-                }
-            ));
+        for enumeration in enumerated {
+            text.push_str(&enumeration_line(enumeration, bound));
         }
-        let skipped = summary.enumerations.len() - enumerated.len();
         text.push_str(&format!(
-            "exhaustive: {} scenarios enumerated ({covered} fully covered), {skipped} skipped (more than {} operations)\n",
+            "{}: {} scenarios enumerated, {covered} fully covered\n",
+            strategy_name(reduced),
             enumerated.len(),
-            crate::explore::EXHAUSTIVE_OPERATIONS_MAX
         ));
     }
     if summary.stopped_by_time {
@@ -385,6 +378,70 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
     );
     text.push_str(&format!("{} passed, {} failed\n", summary.passed, summary.failed));
     text
+}
+
+fn strategy_name(reduced: bool) -> &'static str {
+    if reduced {
+        "exhaustive"
+    } else {
+        "exhaustive-plain"
+    }
+}
+
+/// An estimate, to two significant digits (`12,000`, `3.4e7`).
+fn estimated(value: f64) -> String {
+    if value >= 1e6 {
+        format!("{value:.1e}")
+    } else {
+        let magnitude = 10f64.powi((value.max(1.0).log10().floor() as i32 - 1).max(0));
+        format!("{}", ((value / magnitude).round() * magnitude) as u64)
+    }
+}
+
+/// One scenario's enumeration: schedules (and runs the sleep sets abandoned), distinct traces,
+/// plain enumeration's size and the reduction factor, covered or what the bound left.
+fn enumeration_line(enumeration: &crate::explore::Enumeration, bound: u32) -> String {
+    use crate::explore::SpaceSize;
+    let mut line = format!(
+        "{} {}: {} schedules",
+        strategy_name(enumeration.reduced),
+        enumeration.scenario,
+        enumeration.schedules
+    );
+    if enumeration.abandoned > 0 {
+        line.push_str(&format!(" (+{} runs abandoned by sleep sets)", enumeration.abandoned));
+    }
+    line.push_str(&format!(", {} distinct traces", enumeration.distinct_traces));
+    if enumeration.reduced {
+        match (enumeration.plain, enumeration.reduction_factor()) {
+            (Some(SpaceSize::Counted(plain)), Some(factor)) if enumeration.remaining.is_none() => {
+                line.push_str(&format!(", plain {plain}, reduction {factor:.1}x"))
+            }
+            (Some(plain), Some(factor)) => line.push_str(&format!(
+                ", plain ~{} (estimated), reduction ~{}x (estimated)",
+                estimated(plain.value()),
+                if factor >= 100.0 {
+                    estimated(factor)
+                } else {
+                    format!("{factor:.1}")
+                }
+            )),
+            _ => {}
+        }
+    }
+    match enumeration.remaining {
+        None if enumeration.covered => line.push_str(", space covered"),
+        None => line.push_str(", stopped"),
+        Some(remaining) if remaining >= 1.0 => line.push_str(&format!(
+            ", bound {bound} reached, ~{} more runs (estimated)",
+            estimated(remaining)
+        )),
+        Some(_) => line.push_str(&format!(
+            ", bound {bound} reached, more runs left than the estimate of the whole says (too few probes for this tree)"
+        )),
+    }
+    line.push('\n');
+    line
 }
 
 #[derive(Args)]

@@ -50,7 +50,8 @@ enum Command {
     Run {
         /// Scenario files or folders (default: scenarios/).
         paths: Vec<PathBuf>,
-        /// scripted | random | pct[:DEPTH[:K]] | exhaustive[:BOUND]
+        /// scripted | random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | exhaustive-plain[:BOUND]
+        /// (an exhaustive strategy as one run is the enumeration's first schedule)
         #[arg(long, default_value = "scripted", value_parser = parse_strategy)]
         strategy: StrategyKind,
         #[arg(long, default_value_t = 0)]

@@ -13,6 +13,7 @@ mod failure;
 pub mod fakes;
 pub mod fault;
 pub mod guided;
+pub mod reduction;
 pub mod reference;
 pub mod rng;
 pub mod strategy;
@@ -47,7 +48,25 @@ pub enum Choice {
     /// Deliver operation `index` (0-based, file order).
     Deliver { index: usize },
     /// Complete (or advance, for a streaming model) a pending effect.
-    Complete { effect: EffectId, lane: usize },
+    Complete { effect: EffectId, answer: Answer },
+}
+
+/// What kind of answer completing a pending effect gives: what the choice touches, for PCT's
+/// lanes and for the dependence relation of the reduced enumeration (`sim::reduction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Model,
+    Tool,
+    Hook,
+    Append,
+    Write,
+    /// An observer's handler returned (or threw); `observer` is its place among the scenario's
+    /// observers, `None` for a name the scenario does not declare; `last`: no observer comes
+    /// after it.
+    Notify {
+        observer: Option<u32>,
+        last: bool,
+    },
 }
 
 impl Choice {
@@ -57,7 +76,15 @@ impl Choice {
     pub fn lane(&self) -> usize {
         match self {
             Choice::Deliver { .. } => 0,
-            Choice::Complete { lane, .. } => *lane,
+            Choice::Complete { answer, .. } => match answer {
+                Answer::Model => 1,
+                Answer::Tool => 2,
+                Answer::Hook => 3,
+                Answer::Append => 4,
+                Answer::Write => 5,
+                // Observers are extensions: they share the hooks' lane.
+                Answer::Notify { .. } => 3,
+            },
         }
     }
 }
@@ -107,19 +134,24 @@ enum PendingKind {
     Notify {
         answer: crate::runtime::NotifyOutcome,
         slow: bool,
+        /// The observer's place among the scenario's observers, and whether it is the last.
+        observer: Option<u32>,
+        last: bool,
     },
 }
 
 impl PendingKind {
-    fn lane(&self) -> usize {
+    fn answer(&self) -> Answer {
         match self {
-            PendingKind::Model { .. } => 1,
-            PendingKind::Tool { .. } => 2,
-            PendingKind::Hook { .. } => 3,
-            PendingKind::Append { .. } => 4,
-            PendingKind::Write { .. } => 5,
-            // Observers are extensions: they share the hooks' lane.
-            PendingKind::Notify { .. } => 3,
+            PendingKind::Model { .. } => Answer::Model,
+            PendingKind::Tool { .. } => Answer::Tool,
+            PendingKind::Hook { .. } => Answer::Hook,
+            PendingKind::Append { .. } => Answer::Append,
+            PendingKind::Write { .. } => Answer::Write,
+            PendingKind::Notify { observer, last, .. } => Answer::Notify {
+                observer: *observer,
+                last: *last,
+            },
         }
     }
 }
@@ -240,6 +272,11 @@ pub fn simulate_with(
         strategy.observe(&sim.trace.events[shown..]);
         shown = sim.trace.events.len();
         let index = strategy.pick(&choices);
+        if strategy.abandoned() {
+            // Every continuation is equivalent to a schedule already run (a sleep-set
+            // enumeration, `sim::reduction`): the run ends here, unfinished, and is not judged.
+            break;
+        }
         choices_taken.push((index, choices.len()));
         let input = sim.take(choices[index]);
         sim.effects.clear();
@@ -351,7 +388,7 @@ impl<'a> World<'a> {
                 if self.ready(pending) {
                     choices.push(Choice::Complete {
                         effect: pending.effect,
-                        lane: pending.kind.lane(),
+                        answer: pending.kind.answer(),
                     });
                 }
             }
@@ -533,7 +570,22 @@ impl<'a> World<'a> {
             }
             Effect::Notify { effect, observer, .. } => {
                 let (answer, slow) = self.scripts.next_notify(self.scenario, &observer);
-                (effect, PendingKind::Notify { answer, slow })
+                let place = self
+                    .scenario
+                    .observers
+                    .iter()
+                    .position(|script| script.name == observer)
+                    .map(|place| place as u32);
+                let last = place.is_some_and(|place| place as usize + 1 == self.scenario.observers.len());
+                (
+                    effect,
+                    PendingKind::Notify {
+                        answer,
+                        slow,
+                        observer: place,
+                        last,
+                    },
+                )
             }
             Effect::AbortSignal { signal } => {
                 self.aborted.insert(signal);
@@ -568,6 +620,7 @@ pub fn make_strategy(kind: StrategyKind, seed: u64) -> Box<dyn Strategy> {
         StrategyKind::Random => Box::new(Random::new(seed)),
         StrategyKind::Pct { depth } => Box::new(Pct::new(seed, depth)),
         StrategyKind::PctSteps { depth, steps } => Box::new(Pct::with_steps(seed, depth, u64::from(steps))),
+        // With or without reduction, the enumeration's first schedule takes choice 0 throughout.
         StrategyKind::Exhaustive { .. } => Box::new(Replay::new(Vec::new())),
         // As a single run, a guided search's first schedule: uniform random from the seed.
         StrategyKind::Guided => Box::new(Random::new(seed)),

@@ -9,8 +9,10 @@
 //!   steps demote the lane running at that step. The highest-priority enabled lane runs its
 //!   oldest choice. `pct:DEPTH:STEPS` places the change points in the first STEPS steps (`pct`
 //!   assumes 48; the corpus's runs take 8.7 on average, see [`PCT_STEPS_ESTIMATE`]).
-//! - `exhaustive`: every distinct choice sequence, depth first, up to a bound of runs
-//!   (see `sim::explore_exhaustive`); a run in it replays a fixed prefix, then takes choice 0.
+//! - `exhaustive`: depth first over the choice sequences, up to a bound of runs, one schedule
+//!   per class of schedules that differ only in the order of independent choices (sleep sets,
+//!   `sim::reduction`); `exhaustive-plain` runs every distinct choice sequence. A run replays a
+//!   fixed prefix, then takes the first choice not asleep (choice 0 without reduction).
 //! - `guided`: a coverage-guided search over a scenario's schedules (`sim::guided`): after a
 //!   first uniform random schedule, each operation is held back until a window (what is in
 //!   flight) it was never delivered in is open, rarest pairs first; it watches the trace grow
@@ -19,8 +21,12 @@
 use super::rng::Rng;
 use super::Choice;
 
+/// The runs an exhaustive enumeration makes per scenario when no bound is given.
+pub const EXHAUSTIVE_BOUND_DEFAULT: u32 = 10_000;
+
 /// A named strategy with its parameters, as given on the command line: `scripted`, `random`,
-/// `pct`, `pct:DEPTH` or `pct:DEPTH:STEPS`, `exhaustive` or `exhaustive:BOUND`, `guided`.
+/// `pct`, `pct:DEPTH` or `pct:DEPTH:STEPS`, `exhaustive[:BOUND]` (reduced) or
+/// `exhaustive-plain[:BOUND]`, `guided`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StrategyKind {
     Scripted,
@@ -33,8 +39,12 @@ pub enum StrategyKind {
         depth: u32,
         steps: u32,
     },
+    /// Every schedule up to `bound` runs; `reduced`: one schedule per class of schedules that
+    /// differ only in the order of independent choices (`sim::reduction`), else every choice
+    /// sequence (`exhaustive-plain`).
     Exhaustive {
         bound: u32,
+        reduced: bool,
     },
     Guided,
 }
@@ -68,10 +78,17 @@ impl StrategyKind {
                 }
                 None => Ok(StrategyKind::Pct { depth: number(3)? }),
             },
-            "exhaustive" => Ok(StrategyKind::Exhaustive { bound: number(10_000)? }),
+            "exhaustive" => Ok(StrategyKind::Exhaustive {
+                bound: number(EXHAUSTIVE_BOUND_DEFAULT)?,
+                reduced: true,
+            }),
+            "exhaustive-plain" => Ok(StrategyKind::Exhaustive {
+                bound: number(EXHAUSTIVE_BOUND_DEFAULT)?,
+                reduced: false,
+            }),
             "guided" if parameter.is_none() => Ok(StrategyKind::Guided),
             _ => Err(format!(
-                "unknown strategy `{text}`: expected scripted, random, pct[:DEPTH[:STEPS]], exhaustive[:BOUND] or guided"
+                "unknown strategy `{text}`: expected scripted, random, pct[:DEPTH[:STEPS]], exhaustive[:BOUND], exhaustive-plain[:BOUND] or guided"
             )),
         }
     }
@@ -83,7 +100,8 @@ impl StrategyKind {
             StrategyKind::Random => "random".into(),
             StrategyKind::Pct { depth } => format!("pct:{depth}"),
             StrategyKind::PctSteps { depth, steps } => format!("pct:{depth}:{steps}"),
-            StrategyKind::Exhaustive { bound } => format!("exhaustive:{bound}"),
+            StrategyKind::Exhaustive { bound, reduced: true } => format!("exhaustive:{bound}"),
+            StrategyKind::Exhaustive { bound, reduced: false } => format!("exhaustive-plain:{bound}"),
             StrategyKind::Guided => "guided".into(),
         }
     }
@@ -104,6 +122,12 @@ pub trait Strategy {
     /// The events recorded since the last pick, shown before the next one: what the world has
     /// seen so far, never more (the guided search reads what is in flight from it).
     fn observe(&mut self, _events: &[crate::trace::Event]) {}
+
+    /// Asked after each pick: whether the run should stop there, unfinished (a reduced
+    /// enumeration whose every continuation is equivalent to a schedule it already ran).
+    fn abandoned(&self) -> bool {
+        false
+    }
 }
 
 pub struct Scripted;
@@ -220,5 +244,33 @@ impl Strategy for Replay {
         let index = self.prefix.get(step).copied().unwrap_or(0).min(choices.len() - 1);
         self.taken.push((index, choices.len()));
         index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exhaustive_is_reduced_and_exhaustive_plain_is_not_and_both_spell_back() {
+        for (text, bound, reduced) in [
+            ("exhaustive", EXHAUSTIVE_BOUND_DEFAULT, true),
+            ("exhaustive:5000", 5_000, true),
+            ("exhaustive-plain", EXHAUSTIVE_BOUND_DEFAULT, false),
+            ("exhaustive-plain:40", 40, false),
+        ] {
+            let kind = StrategyKind::parse(text).expect("parses");
+            assert_eq!(kind, StrategyKind::Exhaustive { bound, reduced }, "{text}");
+            assert_eq!(StrategyKind::parse(&kind.spelling()), Ok(kind));
+        }
+        for bad in [
+            "exhaustive:0",
+            "exhaustive-plain:x",
+            "exhaustive-plain:-1",
+            "exhaustive-reduced",
+        ] {
+            let error = StrategyKind::parse(bad).expect_err(bad);
+            assert!(error.contains(bad), "{error}");
+        }
     }
 }
