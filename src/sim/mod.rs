@@ -97,7 +97,8 @@ enum PendingKind {
         answer: HookOutcome,
     },
     Append {
-        entry: SessionEntry,
+        /// The 0-based trace index of the append's event, which holds the entry.
+        line: usize,
         fault: Option<AppendFault>,
     },
     Write {
@@ -449,7 +450,10 @@ impl<'a> World<'a> {
                 });
                 Completion::Hook(answer)
             }
-            PendingKind::Append { entry, fault } => {
+            PendingKind::Append { line, fault } => {
+                let Event::Append { entry, .. } = &self.trace.events[*line] else {
+                    unreachable!("an append's pending answer points at its append event")
+                };
                 let answer = self.store.answer_append(entry, fault.as_ref());
                 self.pending.remove(position);
                 let outcome = match answer.cause() {
@@ -484,10 +488,13 @@ impl<'a> World<'a> {
         Input::Complete { effect, completion }
     }
 
-    /// Records one effect of the subject and prepares the world's answer to it.
+    /// Records one effect of the subject and prepares the world's answer to it. The effect
+    /// moves into the trace; the answer is planned from it first, so nothing is copied but
+    /// what the answer keeps.
     pub fn record(&mut self, effect: Effect) {
-        self.push(Event::issued(&effect));
-        let (effect, kind) = match effect {
+        // The 1-based line the effect's event takes.
+        let line = self.trace.events.len() + 1;
+        let planned = match &effect {
             Effect::ModelRequest {
                 effect,
                 signal,
@@ -499,19 +506,19 @@ impl<'a> World<'a> {
                 let reply = model_reply(self.scenario, index, timestamp);
                 let check = self.scenario.model.get(index).and_then(|step| step.expect.as_ref());
                 if let Some(check) = check.filter(|_| self.request_checks) {
-                    for problem in check_request(check, &request) {
+                    for problem in check_request(check, request) {
                         self.findings.push(Finding {
                             rule: format!("model[{index}].expect"),
-                            line: self.trace.events.len(),
+                            line,
                             message: problem,
                         });
                     }
                 }
-                (effect, PendingKind::Model { signal, reply })
+                Some((*effect, PendingKind::Model { signal: *signal, reply }))
             }
             Effect::ToolCall { effect, signal, call } => {
                 let step = self.scripts.next_tool(self.scenario, &call.name);
-                (effect, PendingKind::Tool { signal, step })
+                Some((*effect, PendingKind::Tool { signal: *signal, step }))
             }
             Effect::Hook {
                 effect,
@@ -519,29 +526,33 @@ impl<'a> World<'a> {
                 phase,
                 ..
             } => {
-                let answer = self.scripts.next_hook(self.scenario, &extension, phase);
-                (effect, PendingKind::Hook { answer })
+                let answer = self.scripts.next_hook(self.scenario, extension, *phase);
+                Some((*effect, PendingKind::Hook { answer }))
             }
-            Effect::Append { effect, entry } => {
+            Effect::Append { effect, .. } => {
                 let (_, fault) = self.store.plan_append(&self.scenario.faults);
                 let fault = fault.cloned();
-                (effect, PendingKind::Append { entry, fault })
+                // The entry stays in the trace; the answer reads it from there.
+                Some((*effect, PendingKind::Append { line: line - 1, fault }))
             }
             Effect::Write { effect, .. } => {
                 let error = self.store.plan_write(&self.scenario.faults);
-                (effect, PendingKind::Write { error })
+                Some((*effect, PendingKind::Write { error }))
             }
             Effect::Notify { effect, observer, .. } => {
-                let (answer, slow) = self.scripts.next_notify(self.scenario, &observer);
-                (effect, PendingKind::Notify { answer, slow })
+                let (answer, slow) = self.scripts.next_notify(self.scenario, observer);
+                Some((*effect, PendingKind::Notify { answer, slow }))
             }
             Effect::AbortSignal { signal } => {
-                self.aborted.insert(signal);
-                return;
+                self.aborted.insert(*signal);
+                None
             }
-            Effect::Settled { .. } => return,
+            Effect::Settled { .. } => None,
         };
-        self.pending.push(Pending { effect, kind });
+        self.push(Event::from_effect(effect));
+        if let Some((effect, kind)) = planned {
+            self.pending.push(Pending { effect, kind });
+        }
     }
 }
 

@@ -310,6 +310,52 @@ impl Event {
     }
 }
 
+impl Event {
+    /// `issued`, taking the effect: its contents move into the event.
+    pub fn from_effect(effect: Effect) -> Event {
+        match effect {
+            Effect::ModelRequest {
+                effect,
+                signal,
+                request,
+            } => Event::ModelRequest {
+                effect,
+                signal,
+                system_prompt: request.system_prompt,
+                messages: request.messages,
+                tools: request.tools.to_vec(),
+            },
+            Effect::ToolCall { effect, signal, call } => Event::ToolCall { effect, signal, call },
+            Effect::Hook {
+                effect,
+                extension,
+                phase,
+                call,
+                result,
+            } => Event::Hook {
+                effect,
+                extension,
+                phase,
+                call,
+                result,
+            },
+            Effect::Append { effect, entry } => Event::Append { effect, entry },
+            Effect::Write { effect, text } => Event::Write { effect, text },
+            Effect::Notify {
+                effect,
+                observer,
+                event,
+            } => Event::Notify {
+                effect,
+                observer,
+                agent_event: event,
+            },
+            Effect::AbortSignal { signal } => Event::AbortSignal { signal },
+            Effect::Settled { op, settlement } => Event::Settled { op, settlement },
+        }
+    }
+}
+
 /// A whole run's events, in order. Line numbers in renderings are 1-based indexes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Trace {
