@@ -275,7 +275,10 @@ impl<'a> World<'a> {
     pub fn new(scenario: &'a Scenario) -> World<'a> {
         World {
             scenario,
-            trace: Trace::default(),
+            // Room for a walk-through's run and more, so a trace rarely grows by copying.
+            trace: Trace {
+                events: Vec::with_capacity(32),
+            },
             store: StoreFake::new(&scenario.session),
             scripts: Scripts::default(),
             pending: Vec::new(),
@@ -404,8 +407,14 @@ impl<'a> World<'a> {
                     });
                     Completion::ModelChunk { text }
                 } else {
-                    let message = reply.message.clone();
-                    self.pending.remove(position);
+                    let Pending {
+                        kind: PendingKind::Model { reply, .. },
+                        ..
+                    } = self.pending.remove(position)
+                    else {
+                        unreachable!("the pending effect at `position` is this model request")
+                    };
+                    let message = reply.message;
                     self.push(Event::ModelResponse {
                         effect,
                         message: message.clone(),

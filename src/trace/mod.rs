@@ -158,8 +158,9 @@ pub enum Event {
         signal: SignalId,
         system_prompt: Option<String>,
         messages: Vec<Message>,
-        /// The tool specs as sent: names, descriptions and schemas (rendered by name only).
-        tools: Vec<ToolSpec>,
+        /// The tool specs as sent: names, descriptions and schemas (rendered by name only),
+        /// shared with the request rather than copied.
+        tools: std::sync::Arc<[ToolSpec]>,
     },
     ModelChunk {
         effect: EffectId,
@@ -264,7 +265,7 @@ impl Event {
                 signal: *signal,
                 system_prompt: request.system_prompt.clone(),
                 messages: request.messages.clone(),
-                tools: request.tools.to_vec(),
+                tools: request.tools.clone(),
             },
             Effect::ToolCall { effect, signal, call } => Event::ToolCall {
                 effect: *effect,
@@ -323,7 +324,7 @@ impl Event {
                 signal,
                 system_prompt: request.system_prompt,
                 messages: request.messages,
-                tools: request.tools.to_vec(),
+                tools: request.tools,
             },
             Effect::ToolCall { effect, signal, call } => Event::ToolCall { effect, signal, call },
             Effect::Hook {
