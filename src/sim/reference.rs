@@ -128,8 +128,26 @@ struct SelfCheck {
     deltas: String,
     error_text: String,
     expected_text: String,
-    /// The kinds of effect whose mismatched completion's error text was compared.
-    texts_checked: Vec<&'static str>,
+}
+
+/// The kinds of pending effect, as `InputError::CompletionMismatch` names them.
+const KINDS: [&str; 6] = ["model request", "tool call", "hook", "append", "write", "notification"];
+
+/// Per kind of `KINDS`: whether a mismatched completion's error text was compared in this
+/// process. Whatever the order of runs, every kind's text is compared the first time it occurs.
+static TEXTS_CHECKED: [std::sync::atomic::AtomicBool; 6] = [const { std::sync::atomic::AtomicBool::new(false) }; 6];
+
+fn text_checked(kind: &str) -> bool {
+    KINDS
+        .iter()
+        .position(|known| *known == kind)
+        .is_some_and(|index| TEXTS_CHECKED[index].load(std::sync::atomic::Ordering::Relaxed))
+}
+
+fn mark_text_checked(kind: &str) {
+    if let Some(index) = KINDS.iter().position(|known| *known == kind) {
+        TEXTS_CHECKED[index].store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: T, expected: T) -> Result<(), String> {
@@ -182,7 +200,6 @@ impl SelfCheck {
             deltas: String::new(),
             error_text: String::new(),
             expected_text: String::new(),
-            texts_checked: Vec::new(),
         })
     }
 
@@ -305,14 +322,15 @@ impl SelfCheck {
                 error.code(),
                 "input.completion_mismatch",
             )?;
-            // The error's text is a function of its fields: it is compared once per kind of
-            // effect and run, the fields at every input.
+            // The error's text is a function of its fields: the fields are compared at every
+            // input, the text once per kind of effect in a process (and whenever the fields
+            // differ, to describe the difference).
             let same_fields = matches!(
                 error,
                 InputError::CompletionMismatch { effect: refused, expected, got: named }
                     if refused == effect && expected == kind && named == got
             );
-            if !same_fields || !self.texts_checked.contains(&kind) {
+            if !same_fields || !text_checked(kind) {
                 use std::fmt::Write as _;
                 self.error_text.clear();
                 self.expected_text.clear();
@@ -327,7 +345,7 @@ impl SelfCheck {
                     self.error_text.as_str(),
                     self.expected_text.as_str(),
                 )?;
-                self.texts_checked.push(kind);
+                mark_text_checked(kind);
             }
         }
         if let Some(effect) = runtime.poll_effect() {
