@@ -1,9 +1,9 @@
 //! `agentsim bench`: the kit's own speed, measured (never asserted in a test).
 //!
 //! - schedules per second on one scenario under the random strategy, on one thread, with and
-//!   without checking every rule;
-//! - the bare reference core driven by a minimal immediate driver (no scheduler, no trace), on
-//!   the same scenario: the scheduler's overhead is the ratio of the two;
+//!   without checking every rule, beside the bare reference core driven by a minimal
+//!   immediate driver (no scheduler, no trace) on the same scenario, measured interleaved:
+//!   the ratios to the bare core are the cost of the scheduler and of the checkers;
 //! - the time to enumerate every schedule of a scenario exhaustively;
 //! - `check-session` on generated session files of a given length: time and peak memory of a
 //!   child process (`session.rs`);
@@ -56,15 +56,72 @@ fn measure(window: Duration, mut body: impl FnMut(u64)) -> Rate {
 
 /// Random schedules of `scenario`, seed after seed; with `check`, every rule runs on each trace.
 pub fn schedules_per_second(scenario: &Scenario, window: Duration, check: bool) -> Rate {
-    measure(window, |seed| {
-        let mut subject = ReferenceSubject::new();
-        let outcome =
-            simulate_with(scenario, &mut subject, &mut Random::new(seed), false).expect("the reference never breaks");
-        if check {
-            let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
-            assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");
+    measure(window, |seed| random_run(scenario, seed, check))
+}
+
+/// One random schedule of `scenario` under `seed`, on the reference, every rule checked when
+/// `check`: what `explore` does per schedule.
+fn random_run(scenario: &Scenario, seed: u64, check: bool) {
+    let mut subject = ReferenceSubject::new();
+    let outcome =
+        simulate_with(scenario, &mut subject, &mut Random::new(seed), false).expect("the reference never breaks");
+    if check {
+        let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+        assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");
+    }
+}
+
+/// The three rates of one scenario side by side: random schedules with every rule checked,
+/// the same with the trace only, and the bare core. They are measured interleaved, a batch of
+/// each in turn until `window` has passed for each, so a change of the machine's load during
+/// the measurement weighs on the three alike and their ratios stay honest.
+#[derive(Debug, Clone, Copy)]
+pub struct SideBySide {
+    pub checked: Rate,
+    pub trace_only: Rate,
+    pub bare: Rate,
+}
+
+impl SideBySide {
+    /// Time per checked schedule over time per bare core run.
+    pub fn checked_over_bare(&self) -> f64 {
+        self.bare.per_second() / self.checked.per_second().max(1e-9)
+    }
+
+    /// Time per traced schedule over time per bare core run.
+    pub fn trace_over_bare(&self) -> f64 {
+        self.bare.per_second() / self.trace_only.per_second().max(1e-9)
+    }
+}
+
+pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
+    const BATCH: u64 = 64;
+    let mut rates = [Rate {
+        runs: 0,
+        elapsed: Duration::ZERO,
+    }; 3];
+    let mut seed = 0;
+    while rates.iter().any(|rate| rate.elapsed < window) {
+        for (kind, rate) in rates.iter_mut().enumerate() {
+            let started = Instant::now();
+            for _ in 0..BATCH {
+                match kind {
+                    0 => random_run(scenario, seed, true),
+                    1 => random_run(scenario, seed, false),
+                    _ => bare_run(scenario),
+                }
+                seed += 1;
+            }
+            rate.elapsed += started.elapsed();
+            rate.runs += BATCH;
         }
-    })
+    }
+    let [checked, trace_only, bare] = rates;
+    SideBySide {
+        checked,
+        trace_only,
+        bare,
+    }
 }
 
 /// Seeds of `scenario` in the networked world (turmoil hosts, JSON-lines RPC, seeded latency

@@ -41,7 +41,7 @@ pub fn modes_encode_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
         let appended = timeline.appended_messages(info.op);
         match mode {
             "interactive" | "print" => {
-                if let Some(expected) = last_assistant_text(&appended) {
+                if let Some(expected) = last_assistant_text(appended) {
                     if write.text != expected {
                         violations.push(Violation::new(
                             "MODE-1.a",
@@ -60,7 +60,7 @@ pub fn modes_encode_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
                     steps: timeline.requests_of(info.op).len(),
                     transcript: timeline.transcript_at(write.line),
                 };
-                let problem = json_problem(write.text, &appended, &expected);
+                let problem = json_problem(write.text, appended, &expected);
                 if let Some(problem) = problem {
                     violations.push(Violation::new(
                         "MODE-1.b",
@@ -311,7 +311,7 @@ pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation
                         ));
                     }
                 }
-                let expected = last_assistant_text(&timeline.appended_messages(info.op));
+                let expected = last_assistant_text(timeline.appended_messages(info.op));
                 if expected.as_ref().is_some_and(|expected| expected != text) {
                     violations.push(Violation::new(
                         "MODE-5.c",

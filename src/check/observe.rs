@@ -180,7 +180,7 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                     "observer `{}` was told of {op}'s end with {}, but the run stored {}",
                     info.observer,
                     super::counted(messages.len(), "message", "messages"),
-                    describe_difference(messages, &stored, "message", "messages")
+                    describe_difference(messages, stored, "message", "messages")
                 ),
             )),
             ObservedEvent::TurnEnd { message, tool_results } => {

@@ -24,19 +24,18 @@ fn appending_ops<'t>(
 
 pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let mut earlier: Vec<Message> = timeline
+    let mut earlier: Vec<&Message> = timeline
         .scenario
         .session
         .iter()
         .filter_map(SessionEntry::as_message)
-        .cloned()
         .collect();
     for (info, appends) in appending_ops(timeline) {
         // The run's messages: a metadata entry a runtime writes of its own (a thinking-level
         // or model change) is no message of the transcript and repeats no history.
         let text = info.operation.text().unwrap_or_default();
         if let Some(first) = appends.iter().find(|append| append.entry.as_message().is_some()) {
-            let is_own_user = matches!(first.entry.as_message(), Some(Message::User(user)) if Message::User(user.clone()).text() == text);
+            let is_own_user = matches!(first.entry.as_message(), Some(user @ Message::User(_)) if user.text() == text);
             if !is_own_user {
                 violations.push(Violation::new(
                     "PERSIST-1.a",
@@ -50,7 +49,7 @@ pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation
         }
         for append in &appends {
             if let Some(message) = append.entry.as_message() {
-                if earlier.contains(message) {
+                if earlier.contains(&message) {
                     violations.push(Violation::new(
                         "PERSIST-1.b",
                         &[append.line],
@@ -63,7 +62,7 @@ pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation
                 }
             }
         }
-        earlier.extend(appends.iter().filter_map(|append| append.entry.as_message().cloned()));
+        earlier.extend(appends.iter().filter_map(|append| append.entry.as_message()));
     }
     violations
 }
@@ -257,11 +256,8 @@ pub fn prompt_resolves_after_its_last_append(timeline: &Timeline<'_>) -> Vec<Vio
             continue;
         }
         if let Some((line, Settlement::Resolved(OpValue::Run(result)))) = &info.settled {
-            let appended: Vec<Message> = appends
-                .iter()
-                .filter_map(|append| append.entry.as_message().cloned())
-                .collect();
-            if !result.messages.ends_with(&appended) {
+            let appended = timeline.appended_messages(info.op);
+            if !result.messages.ends_with(appended) {
                 violations.push(Violation::new(
                     "PERSIST-6.b",
                     &[*line],

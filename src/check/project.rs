@@ -2,29 +2,27 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{build_context_over, merge_system_prompt, Message};
+use crate::model::{build_context_over, Message};
 use crate::runtime::{OpId, SignalId};
 use crate::trace::quote_short;
 
 use super::timeline::{RequestInfo, Timeline};
 use super::Violation;
 
-/// The system prompt every request must carry.
-pub fn expected_system_prompt(timeline: &Timeline<'_>) -> Option<String> {
-    merge_system_prompt(
-        timeline.scenario.config.system_prompt.as_deref(),
-        &timeline.scenario.resources,
-    )
-}
-
 /// The messages `request` must carry, when the trace fixes them: `build_context` over the
 /// active path at the request (the restored path and every accepted append) and the run's
 /// unpersisted suffix at that moment. The suffix is exact: the run's messages (as it appended
 /// them) before its response to this request. `None` when the run's appends do not reach this
-/// request's response (a run cut short by poison, dispose or the end of the trace).
-pub fn expected_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<'_>) -> Option<Vec<Message>> {
+/// request's response (a run cut short by poison, dispose or the end of the trace). Derived
+/// once per request and shared by the checkers that read it (PROJECT-1, CONTEXT-1).
+pub fn expected_request_messages<'t>(timeline: &'t Timeline<'_>, request: &RequestInfo<'_>) -> Option<&'t [Message]> {
+    let index = timeline.requests.iter().position(|other| other.line == request.line)?;
+    timeline.request_messages(index, derive_request_messages)
+}
+
+fn derive_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<'_>) -> Option<Vec<Message>> {
     let op = request.op?;
-    let system_prompt = expected_system_prompt(timeline);
+    let system_prompt = timeline.expected_system_prompt();
     let budget = timeline.scenario.config.context;
     let appends = timeline.appends_of(op);
     let run_messages: Vec<&Message> = appends.iter().filter_map(|append| append.entry.as_message()).collect();
@@ -47,11 +45,11 @@ pub fn expected_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<
     let projected = match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
         (Some(initial), Some(accepted)) => {
             let suffix = accepted.iter().chain(unpersisted).copied();
-            build_context_over(initial, suffix, system_prompt.as_deref(), &budget)
+            build_context_over(initial, suffix, system_prompt, &budget)
         }
         _ => {
             let path = timeline.active_path_at(request.line)?;
-            build_context_over(&path, unpersisted.iter().copied(), system_prompt.as_deref(), &budget)
+            build_context_over(&path, unpersisted.iter().copied(), system_prompt, &budget)
         }
     };
     Some(projected.messages)
@@ -73,7 +71,7 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
             format!(
                 "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]",
                 roles(request.messages),
-                roles(&expected)
+                roles(expected)
             ),
         ));
     }
@@ -81,11 +79,11 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
 }
 
 pub fn request_carries_the_merged_system_prompt(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let expected = expected_system_prompt(timeline);
+    let expected = timeline.expected_system_prompt();
     timeline
         .requests
         .iter()
-        .filter(|request| request.system_prompt != expected.as_deref())
+        .filter(|request| request.system_prompt != expected)
         .map(|request| {
             Violation::new(
                 "PROJECT-2.a",
@@ -93,7 +91,7 @@ pub fn request_carries_the_merged_system_prompt(timeline: &Timeline<'_>) -> Vec<
                 format!(
                     "system prompt {}, expected {}",
                     request.system_prompt.map(quote_short).unwrap_or_else(|| "none".into()),
-                    expected.as_deref().map(quote_short).unwrap_or_else(|| "none".into())
+                    expected.map(quote_short).unwrap_or_else(|| "none".into())
                 ),
             )
         })
@@ -116,7 +114,17 @@ pub fn temporary_entries_are_never_stored(timeline: &Timeline<'_>) -> Vec<Violat
 }
 
 pub fn request_carries_the_registry_tools(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let expected: Vec<crate::model::ToolSpec> = timeline.scenario.tools.iter().map(|tool| tool.spec()).collect();
+    // Compared with the scenario's tools in place; the registry's specs are built only to
+    // describe a difference.
+    let scripts = &timeline.scenario.tools;
+    let registered = |tools: &[crate::model::ToolSpec]| {
+        tools.len() == scripts.len()
+            && tools.iter().zip(scripts).all(|(sent, script)| {
+                sent.name == script.name
+                    && sent.description == script.description
+                    && sent.parameters == script.parameters
+            })
+    };
     let names = |tools: &[crate::model::ToolSpec]| -> String {
         tools
             .iter()
@@ -126,23 +134,24 @@ pub fn request_carries_the_registry_tools(timeline: &Timeline<'_>) -> Vec<Violat
     };
     let mut violations = Vec::new();
     for request in &timeline.requests {
-        if request.tools == expected.as_slice() {
+        if registered(request.tools) {
             continue;
         }
-        let (clause, message) = if names(request.tools) != names(&expected) {
+        let expected = timeline.registry_tools();
+        let (clause, message) = if names(request.tools) != names(expected) {
             (
                 "PROJECT-4.a",
                 format!(
                     "tools [{}], expected the registry's [{}] in registration order",
                     names(request.tools),
-                    names(&expected)
+                    names(expected)
                 ),
             )
         } else {
             let changed: Vec<&str> = request
                 .tools
                 .iter()
-                .zip(&expected)
+                .zip(expected)
                 .filter(|(sent, registered)| sent != registered)
                 .map(|(sent, _)| sent.name.as_str())
                 .collect();

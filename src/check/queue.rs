@@ -81,9 +81,8 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
         if earlier.run_finished.is_some_and(|finished| finished < request.line) {
             continue;
         }
-        let Some(history) = timeline.transcript_at(request.line) else {
-            continue;
-        };
+        // The transcript at the request, derived only when a later operation is there to judge.
+        let mut history: Option<Option<Vec<Message>>> = None;
         for later in timeline
             .ops
             .iter()
@@ -93,9 +92,12 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
                 continue;
             }
             let Some(text) = later.operation.text() else { continue };
+            let Some(history) = history.get_or_insert_with(|| timeline.transcript_at(request.line)) else {
+                break;
+            };
             // What may carry the same text legitimately: the history, the earlier run's own
             // prompt, and steering or follow-up messages delivered before the request.
-            let allowed = count(&history, text)
+            let allowed = count(history, text)
                 + usize::from(earlier.operation.text() == Some(text))
                 + timeline
                     .ops
@@ -139,7 +141,7 @@ pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violati
             continue;
         };
         let text = info.operation.text().unwrap_or_default();
-        if !matches!(appended.first(), Some(Message::User(user)) if Message::User(user.clone()).text() == text) {
+        if !matches!(appended.first(), Some(first @ Message::User(_)) if first.text() == text) {
             violations.push(Violation::new(
                 "QUEUE-2.a",
                 &[first],
@@ -150,18 +152,19 @@ pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violati
             .iter()
             .filter(|message| message.as_assistant().is_some())
             .collect();
-        let responses: Vec<Message> = timeline
-            .requests_of(info.op)
+        let responses: Vec<&crate::model::AssistantMessage> = timeline
+            .requests
             .iter()
-            .filter_map(|request| {
-                request
-                    .response
-                    .as_ref()
-                    .map(|(_, message)| Message::Assistant((*message).clone()))
-            })
+            .filter(|request| request.op == Some(info.op))
+            .filter_map(|request| request.response.map(|(_, message)| message))
             .collect();
-        let responses: Vec<&Message> = responses.iter().collect();
-        if appended_assistants != responses {
+        // As messages: each appended assistant message is its response, in order.
+        let same = appended_assistants.len() == responses.len()
+            && appended_assistants
+                .iter()
+                .zip(&responses)
+                .all(|(appended, response)| appended.as_assistant() == Some(*response));
+        if !same {
             violations.push(Violation::new(
                 "QUEUE-2.b",
                 &[first],

@@ -1,6 +1,6 @@
 //! RESTORE and PATH: choosing the branch the agent starts from.
 
-use crate::model::{path_to, PathError, SessionEntry};
+use crate::model::{PathError, SessionEntry};
 use crate::trace::Event;
 
 use super::timeline::Timeline;
@@ -94,7 +94,8 @@ pub fn non_empty_session_needs_a_leaf(timeline: &Timeline<'_>) -> Vec<Violation>
 
 pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violation> {
     let Some(leaf) = leaf(timeline) else { return Vec::new() };
-    let Ok(path) = path_to(&timeline.scenario.session, leaf) else {
+    // With a leaf configured, the initial path is `path_to(session, leaf)` when it exists.
+    let Some(path) = &timeline.initial_path else {
         return Vec::new();
     };
     let mut violations = Vec::new();
@@ -198,9 +199,11 @@ fn path_rule(
     timeline: &Timeline<'_>,
     matches: fn(&PathError) -> bool,
 ) -> Vec<Violation> {
-    let Some(leaf) = leaf(timeline) else { return Vec::new() };
-    match path_to(&timeline.scenario.session, leaf) {
-        Err(error) if matches(&error) => expect_rejected(
+    if leaf(timeline).is_none() {
+        return Vec::new();
+    }
+    match &timeline.leaf_path_error {
+        Some(error) if matches(error) => expect_rejected(
             rejected,
             Some((coded, error.code())),
             timeline,

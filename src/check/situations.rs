@@ -9,7 +9,7 @@
 //! A detector reads only the [`Timeline`], like the checkers. Situations of the networked
 //! world (`World::Net`) are required only of a networked exploration.
 
-use crate::model::{path_to, EntryBody, Message, PathError};
+use crate::model::{EntryBody, Message, PathError};
 use crate::runtime::{HookOutcome, HookPhase, OpValue, RunReason, Settlement};
 use crate::trace::{AppendAnswer, Event, Operation};
 
@@ -126,8 +126,7 @@ fn failure_line(timeline: &Timeline<'_>) -> Option<Line> {
 }
 
 fn path_error(timeline: &Timeline<'_>) -> Option<PathError> {
-    let leaf = timeline.scenario.config.active_leaf_id.as_deref()?;
-    path_to(&timeline.scenario.session, leaf).err()
+    timeline.leaf_path_error.clone()
 }
 
 fn resolved_runs(timeline: &Timeline<'_>) -> usize {

@@ -6,14 +6,29 @@
 //! Runs are serial in a conforming runtime, so this is exact there; an implementation that
 //! overlaps runs is caught by QUEUE-1 and PROJECT-5, which look at signals.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
-use crate::model::{path_to, AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
+use crate::model::{
+    path_to, AssistantMessage, Message, PathError, SessionEntry, ToolCall, ToolResultMessage, ToolSpec,
+};
 use crate::runtime::{
     Cause, EffectId, HookOutcome, HookPhase, NotifyOutcome, ObservedEvent, OpId, Settlement, SignalId, ToolOutcome,
 };
 use crate::scenario::Scenario;
 use crate::trace::{AppendAnswer, Event, Operation, Trace};
+
+/// The kinds of effect an answer completes, for looking an answer's effect up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Request,
+    Tool,
+    Hook,
+    Append,
+    Write,
+    Notify,
+}
 
 /// 0-based index into the trace's events; rendered 1-based.
 pub type Line = usize;
@@ -137,13 +152,35 @@ pub struct Timeline<'a> {
     pub end: Option<(Line, &'a [EffectId])>,
     /// The chosen path of the initial session, when it exists.
     pub initial_path: Option<Vec<SessionEntry>>,
+    /// Why the configured leaf has no path in the initial session (`None` when it has one, or
+    /// when no leaf is configured).
+    pub leaf_path_error: Option<PathError>,
+    /// What several checkers derive from the same facts, derived once on first use.
+    shared: Shared,
+}
+
+/// Facts derived from the timeline on first use and shared by the checkers that read them.
+#[derive(Default)]
+struct Shared {
+    /// The merged system prompt every request must carry.
+    system_prompt: OnceCell<Option<String>>,
+    /// For each request, in order, the messages it must carry when the trace fixes them
+    /// (`check::project::expected_request_messages`).
+    request_messages: OnceCell<Vec<Option<Vec<Message>>>>,
+    /// The registry's tool specs, in registration order.
+    registry_tools: OnceCell<Vec<ToolSpec>>,
+    /// For each operation with appends, in delivery order, the messages it appended.
+    appended_messages: OnceCell<Vec<(OpId, Vec<Message>)>>,
 }
 
 impl<'a> Timeline<'a> {
     pub fn new(scenario: &'a Scenario, trace: &'a Trace, store: &'a [SessionEntry]) -> Timeline<'a> {
-        let initial_path = match &scenario.config.active_leaf_id {
-            Some(leaf) => path_to(&scenario.session, leaf).ok(),
-            None => scenario.session.is_empty().then(Vec::new),
+        let (initial_path, leaf_path_error) = match &scenario.config.active_leaf_id {
+            Some(leaf) => match path_to(&scenario.session, leaf) {
+                Ok(path) => (Some(path), None),
+                Err(error) => (None, Some(error)),
+            },
+            None => (scenario.session.is_empty().then(Vec::new), None),
         };
         let mut timeline = Timeline {
             scenario,
@@ -161,6 +198,8 @@ impl<'a> Timeline<'a> {
             aborts: Vec::new(),
             end: None,
             initial_path,
+            leaf_path_error,
+            shared: Shared::default(),
         };
         timeline.derive();
         timeline
@@ -169,12 +208,9 @@ impl<'a> Timeline<'a> {
     fn derive(&mut self) {
         // Prompt-like operations whose run has not finished, in delivery order.
         let mut unfinished: Vec<OpId> = Vec::new();
-        let mut request_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
-        let mut tool_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
-        let mut hook_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
-        let mut append_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
-        let mut write_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
-        let mut notify_by_effect: BTreeMap<EffectId, usize> = BTreeMap::new();
+        // Each issued effect's index in its kind's list, by kind and effect: one map for the
+        // six kinds, so an answer finds only an effect of its own kind.
+        let mut by_effect: BTreeMap<(Kind, EffectId), usize> = BTreeMap::new();
         let events: &'a [Event] = self.events;
         for (line, event) in events.iter().enumerate() {
             match event {
@@ -201,7 +237,7 @@ impl<'a> Timeline<'a> {
                     tools,
                 } => {
                     let op = self.claim(*signal, &unfinished);
-                    request_by_effect.insert(*effect, self.requests.len());
+                    by_effect.insert((Kind::Request, *effect), self.requests.len());
                     self.requests.push(RequestInfo {
                         line,
                         effect: *effect,
@@ -214,14 +250,14 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::ModelResponse { effect, message } => {
-                    if let Some(index) = request_by_effect.get(effect) {
+                    if let Some(index) = by_effect.get(&(Kind::Request, *effect)) {
                         self.requests[*index].response = Some((line, message));
                     }
                 }
                 Event::ModelChunk { .. } => {}
                 Event::ToolCall { effect, signal, call } => {
                     let op = self.claim(*signal, &unfinished);
-                    tool_by_effect.insert(*effect, self.tool_calls.len());
+                    by_effect.insert((Kind::Tool, *effect), self.tool_calls.len());
                     self.tool_calls.push(ToolCallInfo {
                         line,
                         effect: *effect,
@@ -232,7 +268,7 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::ToolAnswer { effect, answer } => {
-                    if let Some(index) = tool_by_effect.get(effect) {
+                    if let Some(index) = by_effect.get(&(Kind::Tool, *effect)) {
                         self.tool_calls[*index].answer = Some((line, answer));
                     }
                 }
@@ -243,7 +279,7 @@ impl<'a> Timeline<'a> {
                     call,
                     result,
                 } => {
-                    hook_by_effect.insert(*effect, self.hooks.len());
+                    by_effect.insert((Kind::Hook, *effect), self.hooks.len());
                     self.hooks.push(HookInfo {
                         line,
                         effect: *effect,
@@ -256,12 +292,12 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::HookAnswer { effect, answer } => {
-                    if let Some(index) = hook_by_effect.get(effect) {
+                    if let Some(index) = by_effect.get(&(Kind::Hook, *effect)) {
                         self.hooks[*index].answer = Some((line, answer));
                     }
                 }
                 Event::Append { effect, entry } => {
-                    append_by_effect.insert(*effect, self.appends.len());
+                    by_effect.insert((Kind::Append, *effect), self.appends.len());
                     self.appends.push(AppendInfo {
                         line,
                         effect: *effect,
@@ -271,13 +307,13 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::AppendAnswer { effect, answer } => {
-                    if let Some(index) = append_by_effect.get(effect) {
+                    if let Some(index) = by_effect.get(&(Kind::Append, *effect)) {
                         self.appends[*index].answer = Some((line, answer));
                     }
                 }
                 Event::Write { effect, text } => {
                     let op = unfinished.first().copied();
-                    write_by_effect.insert(*effect, self.writes.len());
+                    by_effect.insert((Kind::Write, *effect), self.writes.len());
                     self.writes.push(WriteInfo {
                         line,
                         effect: *effect,
@@ -293,7 +329,7 @@ impl<'a> Timeline<'a> {
                     }
                 }
                 Event::WriteAnswer { effect, error } => {
-                    if let Some(index) = write_by_effect.get(effect) {
+                    if let Some(index) = by_effect.get(&(Kind::Write, *effect)) {
                         self.writes[*index].answer = Some((line, error.as_ref()));
                     }
                 }
@@ -314,7 +350,7 @@ impl<'a> Timeline<'a> {
                     observer,
                     agent_event,
                 } => {
-                    notify_by_effect.insert(*effect, self.notifications.len());
+                    by_effect.insert((Kind::Notify, *effect), self.notifications.len());
                     self.notifications.push(NotifyInfo {
                         line,
                         effect: *effect,
@@ -325,7 +361,7 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::NotifyAnswer { effect, answer } => {
-                    if let Some(index) = notify_by_effect.get(effect) {
+                    if let Some(index) = by_effect.get(&(Kind::Notify, *effect)) {
                         self.notifications[*index].answer = Some((line, answer));
                     }
                 }
@@ -356,12 +392,60 @@ impl<'a> Timeline<'a> {
         self.appends.iter().filter(|append| append.op == Some(op)).collect()
     }
 
-    /// The messages `op` appended, in order.
-    pub fn appended_messages(&self, op: OpId) -> Vec<Message> {
-        self.appends_of(op)
+    /// The messages `op` appended, in order (derived once for every operation).
+    pub fn appended_messages(&self, op: OpId) -> &[Message] {
+        let appended = self.shared.appended_messages.get_or_init(|| {
+            let mut appended: Vec<(OpId, Vec<Message>)> = Vec::new();
+            for append in &self.appends {
+                let (Some(op), Some(message)) = (append.op, append.entry.as_message()) else {
+                    continue;
+                };
+                match appended.iter_mut().find(|(other, _)| *other == op) {
+                    Some((_, messages)) => messages.push(message.clone()),
+                    None => appended.push((op, vec![message.clone()])),
+                }
+            }
+            appended
+        });
+        appended
             .iter()
-            .filter_map(|append| append.entry.as_message().cloned())
-            .collect()
+            .find(|(other, _)| *other == op)
+            .map_or(&[], |(_, messages)| messages.as_slice())
+    }
+
+    /// The specs of the scenario's tools, in registration order: what every request carries
+    /// (derived once).
+    pub fn registry_tools(&self) -> &[ToolSpec] {
+        self.shared
+            .registry_tools
+            .get_or_init(|| self.scenario.tools.iter().map(|tool| tool.spec()).collect())
+    }
+
+    /// The merged system prompt every request must carry (derived once).
+    pub fn expected_system_prompt(&self) -> Option<&str> {
+        self.shared
+            .system_prompt
+            .get_or_init(|| {
+                crate::model::merge_system_prompt(
+                    self.scenario.config.system_prompt.as_deref(),
+                    &self.scenario.resources,
+                )
+            })
+            .as_deref()
+    }
+
+    /// The messages the request at `index` of `requests` must carry, when the trace fixes
+    /// them, derived once for every request by `derive_one`.
+    pub(crate) fn request_messages(
+        &self,
+        index: usize,
+        derive_one: fn(&Timeline<'a>, &RequestInfo<'a>) -> Option<Vec<Message>>,
+    ) -> Option<&[Message]> {
+        self.shared
+            .request_messages
+            .get_or_init(|| self.requests.iter().map(|request| derive_one(self, request)).collect())
+            .get(index)?
+            .as_deref()
     }
 
     pub fn requests_of(&self, op: OpId) -> Vec<&RequestInfo<'a>> {
@@ -395,17 +479,17 @@ impl<'a> Timeline<'a> {
 
     /// The active path at `line`: the tree of the session plus accepted appends, walked from
     /// `leaf_at(line)`; `None` when the initial path did not exist.
-    pub fn active_path_at(&self, line: Line) -> Option<Vec<SessionEntry>> {
+    pub fn active_path_at(&self, line: Line) -> Option<Cow<'_, [SessionEntry]>> {
         let initial = self.initial_path.as_ref()?;
+        if !self.appends.iter().any(|append| append.accepted_before(line)) {
+            return Some(Cow::Borrowed(initial));
+        }
         let accepted: Vec<SessionEntry> = self
             .appends
             .iter()
             .filter(|append| append.accepted_before(line))
             .map(|append| append.entry.clone())
             .collect();
-        if accepted.is_empty() {
-            return Some(initial.clone());
-        }
         let mut entries = self.scenario.session.clone();
         entries.extend(accepted.iter().cloned());
         match self.leaf_at(line) {
@@ -416,6 +500,7 @@ impl<'a> Timeline<'a> {
             }),
             None => Some(Vec::new()),
         }
+        .map(Cow::Owned)
     }
 
     /// The messages of the appends accepted before `line`, in acceptance order, when they form

@@ -112,6 +112,11 @@ fn message_contains(message: &Message, needle: &str) -> bool {
                 serde_json::to_string(&call.arguments).is_ok_and(|arguments| arguments.contains(needle))
             }
         }),
+        // A plain user text is its own text: searched in place, without a copy.
+        Message::User(crate::model::UserMessage {
+            content: crate::model::UserContent::Text(text),
+            ..
+        }) => text.contains(needle),
         other => other.text().contains(needle),
     }
 }
@@ -303,15 +308,15 @@ fn model_call_name<'t>(timeline: &'t Timeline<'_>, op: Option<OpId>, call_id: &s
 
 /// The tool result the operation recorded for a call: from its appended messages, else from
 /// the op's later model requests.
-fn recorded_result(timeline: &Timeline<'_>, op: Option<OpId>, call_id: &str) -> Option<ToolResultMessage> {
+fn recorded_result<'t>(timeline: &'t Timeline<'_>, op: Option<OpId>, call_id: &str) -> Option<&'t ToolResultMessage> {
     let op = op?;
-    let from = |messages: &[Message]| {
+    let from = |messages: &'t [Message]| {
         messages.iter().rev().find_map(|message| match message {
-            Message::ToolResult(result) if result.tool_call_id == call_id => Some(result.clone()),
+            Message::ToolResult(result) if result.tool_call_id == call_id => Some(result),
             _ => None,
         })
     };
-    from(&timeline.appended_messages(op)).or_else(|| {
+    from(timeline.appended_messages(op)).or_else(|| {
         timeline
             .requests_of(op)
             .iter()
@@ -426,14 +431,14 @@ pub fn unknown_tool_or_bad_arguments_never_run(timeline: &Timeline<'_>) -> Vec<V
                 .iter()
                 .filter(|hook| hook.op == request.op && hook.call.id == call.id && hook.line > *response_line)
                 .filter_map(|hook| match &hook.answer {
-                    Some((_, HookOutcome::RewriteArguments { arguments })) => Some(arguments.clone()),
+                    Some((_, HookOutcome::RewriteArguments { arguments })) => Some(arguments),
                     _ => None,
                 })
                 .next_back();
-            let arguments = rewritten.unwrap_or_else(|| call.arguments.clone());
+            let arguments = rewritten.unwrap_or(&call.arguments);
             let problem = match timeline.scenario.tools.iter().find(|tool| tool.name == call.name) {
                 None => Some(format!("tool `{}` does not exist", call.name)),
-                Some(tool) => validate_arguments(&tool.parameters, &arguments).err(),
+                Some(tool) => validate_arguments(&tool.parameters, arguments).err(),
             };
             let Some(problem) = problem else { continue };
             let core = timeline

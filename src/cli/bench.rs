@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::bench::{bare_core_per_second, exhaustive_time, schedules_per_second};
+use crate::bench::{exhaustive_time, side_by_side};
 use crate::suite;
 
 use super::{EXIT_BAD_INPUT, EXIT_PASSED};
@@ -88,28 +88,35 @@ pub fn run_bench(args: BenchArgs) -> u8 {
         window.as_secs_f64(),
         scenario.name
     );
-    let checked = schedules_per_second(&scenario.scenario, window, true);
+    let rates = side_by_side(&scenario.scenario, window);
+    let per_run_us = |rate: crate::bench::Rate| 1e6 / rate.per_second().max(1e-9);
+    for (what, rate, ratio) in [
+        (
+            "random schedules, every rule checked:",
+            rates.checked,
+            rates.checked_over_bare(),
+        ),
+        (
+            "random schedules, trace only:        ",
+            rates.trace_only,
+            rates.trace_over_bare(),
+        ),
+        ("bare core, immediate driver:         ", rates.bare, 1.0),
+    ] {
+        println!(
+            "{what} {:>10.0} per second, {:>6.1} us per run, {ratio:>5.2}x bare ({} runs)",
+            rate.per_second(),
+            per_run_us(rate),
+            rate.runs
+        );
+    }
     println!(
-        "random schedules, every rule checked: {:>10.0} per second ({} runs)",
-        checked.per_second(),
-        checked.runs
+        "checked / bare: {:.2}x; trace only / bare: {:.2}x (measured interleaved, {:.1} s each)",
+        rates.checked_over_bare(),
+        rates.trace_over_bare(),
+        window.as_secs_f64()
     );
-    let unchecked = schedules_per_second(&scenario.scenario, window, false);
-    println!(
-        "random schedules, trace only:         {:>10.0} per second ({} runs)",
-        unchecked.per_second(),
-        unchecked.runs
-    );
-    let bare = bare_core_per_second(&scenario.scenario, window);
-    println!(
-        "bare core, immediate driver:          {:>10.0} per second ({} runs)",
-        bare.per_second(),
-        bare.runs
-    );
-    println!(
-        "scheduler overhead (bare / scheduled, trace only): {:.2}x",
-        bare.per_second() / unchecked.per_second()
-    );
+    let checked = rates.checked;
     let networked = crate::bench::networked_per_second(&scenario.scenario, window);
     println!(
         "networked world (turmoil), every rule checked: {:>8.0} per second ({} runs)",

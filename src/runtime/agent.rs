@@ -65,6 +65,30 @@ pub struct AgentState {
     pub follow_ups_queued: usize,
 }
 
+/// The agent's observable state, borrowed (`state()` is its copy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AgentView<'a> {
+    pub messages: &'a [Message],
+    pub is_running: bool,
+    pub streaming_text: Option<&'a str>,
+    pub pending_tool_call: Option<&'a str>,
+    pub steering_queued: usize,
+    pub follow_ups_queued: usize,
+}
+
+impl AgentView<'_> {
+    pub fn to_state(&self) -> AgentState {
+        AgentState {
+            messages: self.messages.to_vec(),
+            is_running: self.is_running,
+            streaming_text: self.streaming_text.map(str::to_string),
+            pending_tool_call: self.pending_tool_call.map(str::to_string),
+            steering_queued: self.steering_queued,
+            follow_ups_queued: self.follow_ups_queued,
+        }
+    }
+}
+
 /// Events delivered to subscribers, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
@@ -134,13 +158,18 @@ impl Agent {
     }
 
     pub fn state(&self) -> AgentState {
+        self.view().to_state()
+    }
+
+    /// The observable state, borrowed: what `state()` copies.
+    pub fn view(&self) -> AgentView<'_> {
         let (streaming_text, pending_tool_call) = match self.run.as_ref().map(|run| &run.phase) {
-            Some(Phase::AwaitingModel { partial }) => (Some(partial.clone()), None),
-            Some(Phase::AwaitingTool { calls, index }) => (None, Some(calls[*index].id.clone())),
+            Some(Phase::AwaitingModel { partial }) => (Some(partial.as_str()), None),
+            Some(Phase::AwaitingTool { calls, index }) => (None, Some(calls[*index].id.as_str())),
             None => (None, None),
         };
-        AgentState {
-            messages: self.messages.clone(),
+        AgentView {
+            messages: &self.messages,
             is_running: self.run.is_some(),
             streaming_text,
             pending_tool_call,
@@ -162,12 +191,17 @@ impl Agent {
 
     /// Events since this subscriber last drained, in order.
     pub fn drain_events(&mut self, id: SubscriptionId) -> Vec<AgentEvent> {
+        self.take_events(id).to_vec()
+    }
+
+    /// `drain_events`, borrowed: the events since this subscriber last drained, which now
+    /// count as drained.
+    pub fn take_events(&mut self, id: SubscriptionId) -> &[AgentEvent] {
         let Some((_, cursor)) = self.subscribers.iter_mut().find(|(subscriber, _)| *subscriber == id) else {
-            return Vec::new();
+            return &[];
         };
-        let events = self.events[*cursor..].to_vec();
-        *cursor = self.events.len();
-        events
+        let from = std::mem::replace(cursor, self.events.len());
+        &self.events[from..]
     }
 
     fn emit(&mut self, event: AgentEvent) {

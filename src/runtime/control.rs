@@ -2,16 +2,22 @@
 //! enters only through the queue and nothing skips persistence.
 
 use crate::model::Message;
-use crate::runtime::{AgentEvent, AgentState, Effect, Runtime, SubscriptionId};
+use crate::runtime::{AgentEvent, AgentState, AgentView, Effect, Runtime, SubscriptionId};
 
 /// `Runtime.control`: forwards to the one Agent; exposes no prompt.
 pub struct Control<'a> {
     pub(super) runtime: &'a mut Runtime,
 }
 
-impl Control<'_> {
+impl<'a> Control<'a> {
     pub fn state(&self) -> AgentState {
         self.runtime.agent.state()
+    }
+
+    /// `state()`, borrowed for as long as the runtime is.
+    pub fn view(self) -> AgentView<'a> {
+        let runtime: &'a Runtime = self.runtime;
+        runtime.agent.view()
     }
 
     pub fn subscribe(&mut self) -> SubscriptionId {
@@ -24,6 +30,11 @@ impl Control<'_> {
 
     pub fn drain_events(&mut self, id: SubscriptionId) -> Vec<AgentEvent> {
         self.runtime.agent.drain_events(id)
+    }
+
+    /// `drain_events`, borrowed for as long as the runtime is.
+    pub fn take_events(self, id: SubscriptionId) -> &'a [AgentEvent] {
+        self.runtime.agent.take_events(id)
     }
 
     pub fn steer(&mut self, text: String) {

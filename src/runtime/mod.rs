@@ -37,7 +37,7 @@ use crate::model::{
     StopReason, ToolRegistry, Usage,
 };
 
-pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentState, AgentStep, SubscriptionId};
+pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentState, AgentStep, AgentView, SubscriptionId};
 pub use control::Control;
 pub use deps::{ClockRule, IdRule, IdsAndClock, OtherReaders};
 pub use executor::{Execution, ExecutorStep};
@@ -364,7 +364,12 @@ impl Runtime {
 
     /// The effects issued and not yet completed, in id order.
     pub fn pending_effects(&self) -> Vec<EffectId> {
-        self.pending.keys().copied().collect()
+        self.pending_effect_ids().collect()
+    }
+
+    /// `pending_effects()`, without collecting them.
+    pub fn pending_effect_ids(&self) -> impl Iterator<Item = EffectId> + '_ {
+        self.pending.keys().copied()
     }
 
     // ----- input -----

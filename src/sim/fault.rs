@@ -18,7 +18,12 @@ pub struct StoreFake {
 impl StoreFake {
     pub fn new(initial: &[SessionEntry]) -> StoreFake {
         StoreFake {
-            entries: initial.to_vec(),
+            // Room for a run's appends, so the store rarely grows by copying.
+            entries: {
+                let mut entries = Vec::with_capacity(initial.len() + 16);
+                entries.extend_from_slice(initial);
+                entries
+            },
             appends_seen: 0,
             writes_seen: 0,
         }

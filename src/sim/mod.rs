@@ -124,7 +124,8 @@ enum PendingKind {
         answer: HookOutcome,
     },
     Append {
-        entry: SessionEntry,
+        /// The 0-based trace index of the append's event, which holds the entry.
+        line: usize,
         fault: Option<AppendFault>,
     },
     Write {
@@ -311,7 +312,10 @@ impl<'a> World<'a> {
     pub fn new(scenario: &'a Scenario) -> World<'a> {
         World {
             scenario,
-            trace: Trace::default(),
+            // Room for a walk-through's run and more, so a trace rarely grows by copying.
+            trace: Trace {
+                events: Vec::with_capacity(32),
+            },
             store: StoreFake::new(&scenario.session),
             scripts: Scripts::default(),
             pending: Vec::new(),
@@ -440,8 +444,14 @@ impl<'a> World<'a> {
                     });
                     Completion::ModelChunk { text }
                 } else {
-                    let message = reply.message.clone();
-                    self.pending.remove(position);
+                    let Pending {
+                        kind: PendingKind::Model { reply, .. },
+                        ..
+                    } = self.pending.remove(position)
+                    else {
+                        unreachable!("the pending effect at `position` is this model request")
+                    };
+                    let message = reply.message;
                     self.push(Event::ModelResponse {
                         effect,
                         message: message.clone(),
@@ -486,7 +496,10 @@ impl<'a> World<'a> {
                 });
                 Completion::Hook(answer)
             }
-            PendingKind::Append { entry, fault } => {
+            PendingKind::Append { line, fault } => {
+                let Event::Append { entry, .. } = &self.trace.events[*line] else {
+                    unreachable!("an append's pending answer points at its append event")
+                };
                 let answer = self.store.answer_append(entry, fault.as_ref());
                 self.pending.remove(position);
                 let outcome = match answer.cause() {
@@ -521,10 +534,13 @@ impl<'a> World<'a> {
         Input::Complete { effect, completion }
     }
 
-    /// Records one effect of the subject and prepares the world's answer to it.
+    /// Records one effect of the subject and prepares the world's answer to it. The effect
+    /// moves into the trace; the answer is planned from it first, so nothing is copied but
+    /// what the answer keeps.
     pub fn record(&mut self, effect: Effect) {
-        self.push(Event::issued(&effect));
-        let (effect, kind) = match effect {
+        // The 1-based line the effect's event takes.
+        let line = self.trace.events.len() + 1;
+        let planned = match &effect {
             Effect::ModelRequest {
                 effect,
                 signal,
@@ -536,19 +552,19 @@ impl<'a> World<'a> {
                 let reply = model_reply(self.scenario, index, timestamp);
                 let check = self.scenario.model.get(index).and_then(|step| step.expect.as_ref());
                 if let Some(check) = check.filter(|_| self.request_checks) {
-                    for problem in check_request(check, &request) {
+                    for problem in check_request(check, request) {
                         self.findings.push(Finding {
                             rule: format!("model[{index}].expect"),
-                            line: self.trace.events.len(),
+                            line,
                             message: problem,
                         });
                     }
                 }
-                (effect, PendingKind::Model { signal, reply })
+                Some((*effect, PendingKind::Model { signal: *signal, reply }))
             }
             Effect::ToolCall { effect, signal, call } => {
                 let step = self.scripts.next_tool(self.scenario, &call.name);
-                (effect, PendingKind::Tool { signal, step })
+                Some((*effect, PendingKind::Tool { signal: *signal, step }))
             }
             Effect::Hook {
                 effect,
@@ -556,44 +572,48 @@ impl<'a> World<'a> {
                 phase,
                 ..
             } => {
-                let answer = self.scripts.next_hook(self.scenario, &extension, phase);
-                (effect, PendingKind::Hook { answer })
+                let answer = self.scripts.next_hook(self.scenario, extension, *phase);
+                Some((*effect, PendingKind::Hook { answer }))
             }
-            Effect::Append { effect, entry } => {
+            Effect::Append { effect, .. } => {
                 let (_, fault) = self.store.plan_append(&self.scenario.faults);
                 let fault = fault.cloned();
-                (effect, PendingKind::Append { entry, fault })
+                // The entry stays in the trace; the answer reads it from there.
+                Some((*effect, PendingKind::Append { line: line - 1, fault }))
             }
             Effect::Write { effect, .. } => {
                 let error = self.store.plan_write(&self.scenario.faults);
-                (effect, PendingKind::Write { error })
+                Some((*effect, PendingKind::Write { error }))
             }
             Effect::Notify { effect, observer, .. } => {
-                let (answer, slow) = self.scripts.next_notify(self.scenario, &observer);
+                let (answer, slow) = self.scripts.next_notify(self.scenario, observer);
                 let place = self
                     .scenario
                     .observers
                     .iter()
-                    .position(|script| script.name == observer)
+                    .position(|script| script.name == *observer)
                     .map(|place| place as u32);
                 let last = place.is_some_and(|place| place as usize + 1 == self.scenario.observers.len());
-                (
-                    effect,
+                Some((
+                    *effect,
                     PendingKind::Notify {
                         answer,
                         slow,
                         observer: place,
                         last,
                     },
-                )
+                ))
             }
             Effect::AbortSignal { signal } => {
-                self.aborted.insert(signal);
-                return;
+                self.aborted.insert(*signal);
+                None
             }
-            Effect::Settled { .. } => return,
+            Effect::Settled { .. } => None,
         };
-        self.pending.push(Pending { effect, kind });
+        self.push(Event::from_effect(effect));
+        if let Some((effect, kind)) = planned {
+            self.pending.push(Pending { effect, kind });
+        }
     }
 }
 

@@ -158,8 +158,9 @@ pub enum Event {
         signal: SignalId,
         system_prompt: Option<String>,
         messages: Vec<Message>,
-        /// The tool specs as sent: names, descriptions and schemas (rendered by name only).
-        tools: Vec<ToolSpec>,
+        /// The tool specs as sent: names, descriptions and schemas (rendered by name only),
+        /// shared with the request rather than copied.
+        tools: std::sync::Arc<[ToolSpec]>,
     },
     ModelChunk {
         effect: EffectId,
@@ -264,7 +265,7 @@ impl Event {
                 signal: *signal,
                 system_prompt: request.system_prompt.clone(),
                 messages: request.messages.clone(),
-                tools: request.tools.to_vec(),
+                tools: request.tools.clone(),
             },
             Effect::ToolCall { effect, signal, call } => Event::ToolCall {
                 effect: *effect,
@@ -306,6 +307,52 @@ impl Event {
                 op: *op,
                 settlement: settlement.clone(),
             },
+        }
+    }
+}
+
+impl Event {
+    /// `issued`, taking the effect: its contents move into the event.
+    pub fn from_effect(effect: Effect) -> Event {
+        match effect {
+            Effect::ModelRequest {
+                effect,
+                signal,
+                request,
+            } => Event::ModelRequest {
+                effect,
+                signal,
+                system_prompt: request.system_prompt,
+                messages: request.messages,
+                tools: request.tools,
+            },
+            Effect::ToolCall { effect, signal, call } => Event::ToolCall { effect, signal, call },
+            Effect::Hook {
+                effect,
+                extension,
+                phase,
+                call,
+                result,
+            } => Event::Hook {
+                effect,
+                extension,
+                phase,
+                call,
+                result,
+            },
+            Effect::Append { effect, entry } => Event::Append { effect, entry },
+            Effect::Write { effect, text } => Event::Write { effect, text },
+            Effect::Notify {
+                effect,
+                observer,
+                event,
+            } => Event::Notify {
+                effect,
+                observer,
+                agent_event: event,
+            },
+            Effect::AbortSignal { signal } => Event::AbortSignal { signal },
+            Effect::Settled { op, settlement } => Event::Settled { op, settlement },
         }
     }
 }

@@ -238,7 +238,7 @@ pub(crate) fn request_after_rejected_restore(trace: &mut Trace, _: &mut Vec<Sess
             signal: SignalId(10_000),
             system_prompt: None,
             messages: Vec::new(),
-            tools: Vec::new(),
+            tools: Vec::new().into(),
         },
     );
 }
