@@ -393,7 +393,7 @@ impl<C: Core> Driver<C> {
     /// Starts serving one effect; its answer comes back as a `Message::Done`.
     fn serve(&mut self, effect: Effect) {
         if let Some(observer) = &self.services.observer {
-            observer.event(Event::issued(&effect));
+            observer.event(Event::from_effect(effect.clone()));
         }
         if let Some(id) = effect.pending_id() {
             self.pending.insert(id);

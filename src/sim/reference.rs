@@ -128,27 +128,13 @@ struct SelfCheck {
     deltas: String,
     error_text: String,
     expected_text: String,
+    /// One bit per kind of `KINDS`: a mismatched completion's error text was compared in this
+    /// run.
+    texts_checked: u8,
 }
 
 /// The kinds of pending effect, as `InputError::CompletionMismatch` names them.
 const KINDS: [&str; 6] = ["model request", "tool call", "hook", "append", "write", "notification"];
-
-/// Per kind of `KINDS`: whether a mismatched completion's error text was compared in this
-/// process. Whatever the order of runs, every kind's text is compared the first time it occurs.
-static TEXTS_CHECKED: [std::sync::atomic::AtomicBool; 6] = [const { std::sync::atomic::AtomicBool::new(false) }; 6];
-
-fn text_checked(kind: &str) -> bool {
-    KINDS
-        .iter()
-        .position(|known| *known == kind)
-        .is_some_and(|index| TEXTS_CHECKED[index].load(std::sync::atomic::Ordering::Relaxed))
-}
-
-fn mark_text_checked(kind: &str) {
-    if let Some(index) = KINDS.iter().position(|known| *known == kind) {
-        TEXTS_CHECKED[index].store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
 
 fn check<T: PartialEq + std::fmt::Debug>(what: &str, got: T, expected: T) -> Result<(), String> {
     if got == expected {
@@ -198,6 +184,7 @@ impl SelfCheck {
             streamed: BTreeMap::new(),
             chunk: None,
             deltas: String::new(),
+            texts_checked: 0,
             error_text: String::new(),
             expected_text: String::new(),
         })
@@ -323,14 +310,18 @@ impl SelfCheck {
                 "input.completion_mismatch",
             )?;
             // The error's text is a function of its fields: the fields are compared at every
-            // input, the text once per kind of effect in a process (and whenever the fields
-            // differ, to describe the difference).
+            // input, the text once per kind of effect in a run (and whenever the fields differ,
+            // to describe the difference).
             let same_fields = matches!(
                 error,
                 InputError::CompletionMismatch { effect: refused, expected, got: named }
                     if refused == effect && expected == kind && named == got
             );
-            if !same_fields || !text_checked(kind) {
+            let bit = KINDS
+                .iter()
+                .position(|known| *known == kind)
+                .map_or(0, |index| 1u8 << index);
+            if !same_fields || self.texts_checked & bit == 0 {
                 use std::fmt::Write as _;
                 self.error_text.clear();
                 self.expected_text.clear();
@@ -345,7 +336,7 @@ impl SelfCheck {
                     self.error_text.as_str(),
                     self.expected_text.as_str(),
                 )?;
-                mark_text_checked(kind);
+                self.texts_checked |= bit;
             }
         }
         if let Some(effect) = runtime.poll_effect() {

@@ -253,66 +253,8 @@ pub enum Event {
 }
 
 impl Event {
-    /// The event that records `effect` as the subject issued it (before any answer).
-    pub fn issued(effect: &Effect) -> Event {
-        match effect {
-            Effect::ModelRequest {
-                effect,
-                signal,
-                request,
-            } => Event::ModelRequest {
-                effect: *effect,
-                signal: *signal,
-                system_prompt: request.system_prompt.clone(),
-                messages: request.messages.clone(),
-                tools: request.tools.clone(),
-            },
-            Effect::ToolCall { effect, signal, call } => Event::ToolCall {
-                effect: *effect,
-                signal: *signal,
-                call: call.clone(),
-            },
-            Effect::Hook {
-                effect,
-                extension,
-                phase,
-                call,
-                result,
-            } => Event::Hook {
-                effect: *effect,
-                extension: extension.clone(),
-                phase: *phase,
-                call: call.clone(),
-                result: result.clone(),
-            },
-            Effect::Append { effect, entry } => Event::Append {
-                effect: *effect,
-                entry: entry.clone(),
-            },
-            Effect::Write { effect, text } => Event::Write {
-                effect: *effect,
-                text: text.clone(),
-            },
-            Effect::Notify {
-                effect,
-                observer,
-                event,
-            } => Event::Notify {
-                effect: *effect,
-                observer: observer.clone(),
-                agent_event: event.clone(),
-            },
-            Effect::AbortSignal { signal } => Event::AbortSignal { signal: *signal },
-            Effect::Settled { op, settlement } => Event::Settled {
-                op: *op,
-                settlement: settlement.clone(),
-            },
-        }
-    }
-}
-
-impl Event {
-    /// `issued`, taking the effect: its contents move into the event.
+    /// The event that records `effect` as the subject issued it (before any answer); its
+    /// contents move into the event.
     pub fn from_effect(effect: Effect) -> Event {
         match effect {
             Effect::ModelRequest {

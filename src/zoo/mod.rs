@@ -137,13 +137,13 @@ zoo! {
     /// steer(), followUp() and abort() after dispose are rejected `runtime.disposed`.
     ControlRejectedAfterDispose = "control-rejected-after-dispose", canonical, || Box::new(settle::RefusedAfterDispose(settle::Refused::Control));
     /// dispose() on a poisoned runtime rejects with the poison's cause instead of resolving.
-    DisposeRejectsWithPoison = "dispose-rejects-with-poison", canonical, || Box::<settle::DisposeRejectsWithPoison>::default();
+    DisposeRejectsWithPoison = "dispose-rejects-with-poison", canonical, settle::dispose_rejects_with_poison;
     /// The library adapter wraps a failed run's cause in an error of its own.
-    LibraryWrapsItsRejection = "library-wraps-its-rejection", canonical, || Box::<settle::LibraryWrapsItsRejection>::default();
+    LibraryWrapsItsRejection = "library-wraps-its-rejection", canonical, settle::library_wraps_its_rejection;
     /// An output mode resolves with nothing instead of the run result.
-    ModeResolvesWithNothing = "mode-resolves-with-nothing", canonical, || Box::<settle::ModeResolvesWithNothing>::default();
+    ModeResolvesWithNothing = "mode-resolves-with-nothing", canonical, settle::mode_resolves_with_nothing;
     /// An unknown mode is refused with `mode.unsupported` instead of `mode.unknown`.
-    UnknownModeCodeRenamed = "unknown-mode-code-renamed", canonical, || Box::<settle::UnknownModeCodeRenamed>::default();
+    UnknownModeCodeRenamed = "unknown-mode-code-renamed", canonical, settle::unknown_mode_code_renamed;
     /// `control.abort()` is accepted but never reaches the agent: the signal never fires.
     AbortIgnored = "abort-ignored", canonical, || Box::<control::AbortIgnored>::default();
     /// The extension host runs no after hook: the core result goes straight to the agent.

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::runtime::{Cause, Effect, Input, OpId, OpValue, Settlement};
 
-use super::seam::{Bug, Seam};
+use super::seam::{Bug, Seam, Watch};
 
 /// The calls a closed runtime refuses by mistake.
 #[derive(Debug, Clone, Copy)]
@@ -42,105 +42,106 @@ impl Bug for RefusedAfterDispose {
     }
 }
 
-/// dispose() reports what it closes on: on a poisoned runtime it rejects with the poison's
-/// cause (a `finally` that rethrows the queue's failure) instead of resolving.
-#[derive(Default)]
-pub(crate) struct DisposeRejectsWithPoison {
-    disposes: BTreeSet<OpId>,
+/// A wiring that changes how one kind of operation settles: `of` picks the operations of that
+/// kind from the inputs that send them, and `rewrite` gives one's new settlement from the one the
+/// subject gave and what crossed the seam (`None`: passed on unchanged).
+pub(crate) struct Resettled {
+    of: fn(&Input) -> Option<OpId>,
+    rewrite: fn(&Settlement, &Watch) -> Option<Settlement>,
+    ops: BTreeSet<OpId>,
 }
 
-impl Bug for DisposeRejectsWithPoison {
+impl Resettled {
+    fn boxed(of: fn(&Input) -> Option<OpId>, rewrite: fn(&Settlement, &Watch) -> Option<Settlement>) -> Box<dyn Bug> {
+        Box::new(Resettled {
+            of,
+            rewrite,
+            ops: BTreeSet::new(),
+        })
+    }
+}
+
+impl Bug for Resettled {
     fn input(&mut self, input: Input, seam: &mut Seam) {
-        if let Input::Dispose { op } = &input {
-            self.disposes.insert(*op);
+        if let Some(op) = (self.of)(&input) {
+            self.ops.insert(op);
         }
         seam.deliver(input);
     }
 
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match (&effect, seam.watch().poison.clone()) {
-            (
-                Effect::Settled {
-                    op,
-                    settlement: Settlement::Resolved(_),
-                },
-                Some(poison),
-            ) if self.disposes.contains(op) => seam.settle(*op, Settlement::Rejected(poison)),
-            _ => seam.emit(effect),
+        let rewritten = match &effect {
+            Effect::Settled { op, settlement } if self.ops.contains(op) => {
+                (self.rewrite)(settlement, seam.watch()).map(|settlement| (*op, settlement))
+            }
+            _ => None,
+        };
+        match rewritten {
+            Some((op, settlement)) => seam.settle(op, settlement),
+            None => seam.emit(effect),
         }
     }
+}
+
+fn dispose_op(input: &Input) -> Option<OpId> {
+    match input {
+        Input::Dispose { op } => Some(*op),
+        _ => None,
+    }
+}
+
+fn library_op(input: &Input) -> Option<OpId> {
+    match input {
+        Input::Library { op, .. } => Some(*op),
+        _ => None,
+    }
+}
+
+fn mode_op(input: &Input) -> Option<OpId> {
+    match input {
+        Input::Mode { op, .. } => Some(*op),
+        _ => None,
+    }
+}
+
+/// dispose() reports what it closes on: on a poisoned runtime it rejects with the poison's
+/// cause (a `finally` that rethrows the queue's failure) instead of resolving.
+pub(crate) fn dispose_rejects_with_poison() -> Box<dyn Bug> {
+    Resettled::boxed(dispose_op, |settlement, watch| match (settlement, &watch.poison) {
+        (Settlement::Resolved(_), Some(poison)) => Some(Settlement::Rejected(poison.clone())),
+        _ => None,
+    })
 }
 
 /// The library adapter wraps every failure in an error of its own (`library.failed`) instead of
 /// passing the runtime's cause on.
-#[derive(Default)]
-pub(crate) struct LibraryWrapsItsRejection {
-    calls: BTreeSet<OpId>,
-}
-
-impl Bug for LibraryWrapsItsRejection {
-    fn input(&mut self, input: Input, seam: &mut Seam) {
-        if let Input::Library { op, .. } = &input {
-            self.calls.insert(*op);
-        }
-        seam.deliver(input);
-    }
-
-    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match effect {
-            Effect::Settled {
-                op,
-                settlement: Settlement::Rejected(cause),
-            } if self.calls.contains(&op) => {
-                let wrapped = Cause::new("library.failed", format!("the run failed: {}", cause.message));
-                seam.settle(op, Settlement::Rejected(wrapped));
-            }
-            effect => seam.emit(effect),
-        }
-    }
+pub(crate) fn library_wraps_its_rejection() -> Box<dyn Bug> {
+    Resettled::boxed(library_op, |settlement, _| match settlement {
+        Settlement::Rejected(cause) => Some(Settlement::Rejected(Cause::new(
+            "library.failed",
+            format!("the run failed: {}", cause.message),
+        ))),
+        _ => None,
+    })
 }
 
 /// An output mode writes its result and returns nothing: the mode's operation resolves without
 /// the run result the table says it carries.
-#[derive(Default)]
-pub(crate) struct ModeResolvesWithNothing {
-    modes: BTreeSet<OpId>,
-}
-
-impl Bug for ModeResolvesWithNothing {
-    fn input(&mut self, input: Input, seam: &mut Seam) {
-        if let Input::Mode { op, .. } = &input {
-            self.modes.insert(*op);
-        }
-        seam.deliver(input);
-    }
-
-    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match effect {
-            Effect::Settled {
-                op,
-                settlement: Settlement::Resolved(OpValue::Run(_)),
-            } if self.modes.contains(&op) => seam.settle(op, Settlement::Resolved(OpValue::Unit)),
-            effect => seam.emit(effect),
-        }
-    }
+pub(crate) fn mode_resolves_with_nothing() -> Box<dyn Bug> {
+    Resettled::boxed(mode_op, |settlement, _| match settlement {
+        Settlement::Resolved(OpValue::Run(_)) => Some(Settlement::Resolved(OpValue::Unit)),
+        _ => None,
+    })
 }
 
 /// An unknown mode name is refused with a code of the runtime's own (`mode.unsupported`)
 /// instead of `mode.unknown`.
-#[derive(Default)]
-pub(crate) struct UnknownModeCodeRenamed;
-
-impl Bug for UnknownModeCodeRenamed {
-    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match effect {
-            Effect::Settled {
-                op,
-                settlement: Settlement::Rejected(cause),
-            } if cause.code == "mode.unknown" => {
-                seam.settle(op, Settlement::Rejected(Cause::new("mode.unsupported", cause.message)))
-            }
-            effect => seam.emit(effect),
-        }
-    }
+pub(crate) fn unknown_mode_code_renamed() -> Box<dyn Bug> {
+    Resettled::boxed(mode_op, |settlement, _| match settlement {
+        Settlement::Rejected(cause) if cause.code == "mode.unknown" => Some(Settlement::Rejected(Cause::new(
+            "mode.unsupported",
+            cause.message.clone(),
+        ))),
+        _ => None,
+    })
 }
