@@ -25,7 +25,7 @@ use crate::check::{self, Violation};
 use crate::implementation::Implementation;
 use crate::replay::ReplaySpec;
 use crate::scenario::LoadedScenario;
-use crate::sim::guided::GuidedSearch;
+use crate::sim::guided::{CorpusSearch, GuidedRun};
 use crate::sim::reduction::{EnumeratedRun, Enumerator, Probe};
 use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, SubjectFailure};
 
@@ -192,6 +192,9 @@ pub fn explore(
     progress: Progress<'_>,
 ) -> ExploreSummary {
     let started = Instant::now();
+    if config.strategy == StrategyKind::Guided {
+        return explore_guided(corpus, &config, implementation, progress, started);
+    }
     let seeds = shard_seeds(config.seeds, config.shard);
     let planned = match config.strategy {
         StrategyKind::Exhaustive { bound, .. } => (corpus.len() as u64).saturating_mul(u64::from(bound)),
@@ -243,26 +246,6 @@ pub fn explore(
                         summary.enumerations.push(enumeration);
                         progress(done.fetch_add(runs, Ordering::Relaxed) + runs, planned);
                     }
-                    StrategyKind::Guided => {
-                        // One search per scenario, seeded by the shard: `seeds` is its number
-                        // of schedules, split over the shards.
-                        let mut search = GuidedSearch::new(config.shard.0 - 1);
-                        for seed in seeds.clone() {
-                            if timed_out() {
-                                break;
-                            }
-                            run_one(
-                                loaded,
-                                StrategyKind::Guided,
-                                seed,
-                                Schedule::Guided(&mut search),
-                                config.check_determinism,
-                                implementation,
-                                &mut summary,
-                            );
-                            progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
-                        }
-                    }
                     strategy => {
                         for seed in seeds.clone() {
                             if timed_out() {
@@ -290,11 +273,79 @@ pub fn explore(
             });
         }
     });
-    let mut results = results.into_inner().expect("no worker panics");
+    let results = results.into_inner().expect("no worker panics");
+    merged(
+        results,
+        &config,
+        out_of_time.load(Ordering::Relaxed),
+        out_of_failures.load(Ordering::Relaxed),
+    )
+}
+
+/// The guided search over the whole corpus (`sim::guided::CorpusSearch`): one search, seeded
+/// by the shard (`K - 1`), shares `seeds` schedules per scenario, on average and split over
+/// the shards, among the scenarios by energy. It runs on one thread: each schedule depends on
+/// the coverage of every schedule before it.
+fn explore_guided(
+    corpus: &[LoadedScenario],
+    config: &ExploreConfig,
+    implementation: &Implementation,
+    progress: Progress<'_>,
+    started: Instant,
+) -> ExploreSummary {
+    let budget = shard_seed_count(config.seeds, config.shard).saturating_mul(corpus.len() as u64);
+    let failures_seen = std::sync::Arc::new(AtomicU64::new(0));
+    let mut summaries: Vec<(usize, ExploreSummary)> = (0..corpus.len())
+        .map(|index| {
+            let summary = ExploreSummary {
+                coverage: config.coverage.then(coverage_counts),
+                selection: config.selection.clone(),
+                failure_counter: Some(failures_seen.clone()),
+                ..ExploreSummary::default()
+            };
+            (index, summary)
+        })
+        .collect();
+    let mut search = CorpusSearch::new(config.shard.0 - 1, corpus.iter().map(|loaded| &loaded.scenario));
+    let (mut out_of_time, mut out_of_failures) = (false, false);
+    for schedule in 0..budget {
+        out_of_time = config.time_limit.is_some_and(|limit| started.elapsed() >= limit);
+        out_of_failures = config
+            .max_failures
+            .is_some_and(|most| failures_seen.load(Ordering::Relaxed) >= most);
+        if out_of_time || out_of_failures {
+            break;
+        }
+        let Some((index, run)) = search.next_run() else { break };
+        run_one(
+            &corpus[index],
+            StrategyKind::Guided,
+            schedule,
+            Schedule::Guided {
+                search: &mut search,
+                index,
+                run: Box::new(run),
+            },
+            config.check_determinism,
+            implementation,
+            &mut summaries[index].1,
+        );
+        progress(schedule + 1, budget);
+    }
+    merged(summaries, config, out_of_time, out_of_failures)
+}
+
+/// One summary of per-scenario summaries, in corpus order.
+fn merged(
+    mut results: Vec<(usize, ExploreSummary)>,
+    config: &ExploreConfig,
+    stopped_by_time: bool,
+    stopped_by_failures: bool,
+) -> ExploreSummary {
     results.sort_by_key(|(index, _)| *index);
     let mut total = ExploreSummary {
-        stopped_by_time: out_of_time.load(Ordering::Relaxed),
-        stopped_by_failures: out_of_failures.load(Ordering::Relaxed),
+        stopped_by_time,
+        stopped_by_failures,
         selection: config.selection.clone(),
         coverage: config.coverage.then(coverage_counts),
         ..ExploreSummary::default()
@@ -477,8 +528,12 @@ enum Schedule<'s> {
     Seed,
     /// The next run of an exhaustive enumeration.
     Enumerated(&'s mut EnumeratedRun),
-    /// The next schedule of a guided search, which gets the run's coverage back.
-    Guided(&'s mut GuidedSearch),
+    /// A guided search's schedule `run` of scenario `index`; the search gets its coverage back.
+    Guided {
+        search: &'s mut CorpusSearch,
+        index: usize,
+        run: Box<GuidedRun>,
+    },
 }
 
 /// One schedule: `seed` for random/pct, a fixed choice sequence, or a guided search's next.
@@ -509,12 +564,11 @@ fn run_one(
         .command()
     };
     let replay = spec(choices);
-    let (mut guided, mut enumerated) = match schedule {
-        Schedule::Guided(search) => (Some(search), None),
-        Schedule::Enumerated(run) => (None, Some(run)),
-        Schedule::Seed => (None, None),
+    let (guided, guided_run, mut enumerated) = match schedule {
+        Schedule::Guided { search, index, run } => (Some((search, index)), Some(run), None),
+        Schedule::Enumerated(run) => (None, None, Some(run)),
+        Schedule::Seed => (None, None, None),
     };
-    let guided_run = guided.as_mut().map(|search| search.next_run());
     let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
         let mut subject = implementation.subject();
         match choices {
@@ -535,7 +589,7 @@ fn run_one(
     let first = match (guided_run, enumerated.as_mut()) {
         (Some(mut guided_run), _) => {
             let mut subject = implementation.subject();
-            simulate_with(&loaded.scenario, subject.as_mut(), &mut guided_run, false)
+            simulate_with(&loaded.scenario, subject.as_mut(), guided_run.as_mut(), false)
         }
         (None, Some(enumerated)) => {
             let mut subject = implementation.subject();
@@ -556,8 +610,8 @@ fn run_one(
             return None;
         }
     };
-    if let Some(search) = guided {
-        search.feedback(&loaded.scenario, &outcome);
+    if let Some((search, index)) = guided {
+        search.feedback(index, &loaded.scenario, &outcome);
     }
     if enumerated.is_some_and(|run| run.is_abandoned()) {
         // Equivalent to a schedule already run: not judged, not counted.
@@ -587,7 +641,7 @@ fn run_one(
         failure.choices = Some(outcome.choices.iter().map(|(index, _)| *index).collect());
         failure.origin = match (choices, strategy) {
             (Some(_), _) => format!("{} (exhaustive)", loaded.name),
-            (None, StrategyKind::Guided) => format!("{} (guided seed {seed})", loaded.name),
+            (None, StrategyKind::Guided) => format!("{} (guided schedule {seed})", loaded.name),
             (None, _) => format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
         };
     }

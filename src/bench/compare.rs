@@ -1,16 +1,18 @@
 //! Side by side on the interleaving tier: how each way of choosing schedules finds the bugs
 //! the canonical schedule misses (`agentsim bench --interleaving`).
 //!
-//! Every strategy walks the corpus the same way, round robin: its first schedule of every
-//! scenario, then its second of every scenario, and so on, up to a budget of schedules per
-//! scenario. A mutant is detected at the first schedule a catalogue rule flags. In repetition
-//! `r` (of `--repeats`), `random` and `pct` take seed `r * budget + i` for schedule `i`;
-//! `exhaustive` takes the reduced enumeration's `i`-th run (until the scenario's space is
-//! covered; the same in every repetition; a run the sleep sets stop unfinished counts as a
-//! schedule and judges nothing); `guided` takes the
-//! `i`-th schedule of a coverage-guided search per scenario seeded `r * budget` (so its first
-//! schedule is random's). Naive stress testing (real threads, random sleeps) runs the corpus
-//! for a time budget instead.
+//! Every strategy but `guided` walks the corpus the same way, round robin: its first schedule
+//! of every scenario, then its second of every scenario, and so on, up to a budget of
+//! schedules per scenario. A mutant is detected at the first schedule a catalogue rule flags.
+//! In repetition `r` (of `--repeats`), `random` and `pct` take seed `r * budget + i` for
+//! schedule `i`; `exhaustive` takes the reduced enumeration's `i`-th run (until the scenario's
+//! space is covered; the same in every repetition; a run the sleep sets stop unfinished counts
+//! as a schedule and judges nothing); `guided-per-scenario` takes the `i`-th schedule of a
+//! coverage-guided search per scenario seeded `r * budget` (so its first schedule is
+//! random's). `guided` is the corpus search `explore` runs, seeded `r * budget`: it chooses the
+//! scenario of every schedule itself, by energy, within the same total budget (the budget
+//! times the scenarios). Every schedule counts alike, whichever scenario it ran. Naive stress
+//! testing (real threads, random sleeps) runs the corpus for a time budget instead.
 //!
 //! [`pct_detection`] measures, per mutant, PCT's detection probability per schedule on each
 //! scenario, for the bench to set beside PCT's guarantee `1/(n k^(d-1))`.
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::check::{self, RULE_IDS};
 use crate::scenario::LoadedScenario;
-use crate::sim::guided::GuidedSearch;
+use crate::sim::guided::{CorpusSearch, GuidedSearch};
 use crate::sim::reduction::Enumerator;
 use crate::sim::{make_strategy, simulate_with, RunOutcome, Strategy, StrategyKind};
 use crate::zoo::Mutant;
@@ -34,7 +36,17 @@ pub struct Detection {
 }
 
 /// The strategies compared, by name.
-pub const STRATEGIES: [&str; 5] = ["random", "pct", "pct:3:8", "exhaustive", "guided"];
+/// `guided` is the corpus search `explore` runs; `guided-per-scenario` the same planning with
+/// an equal share of schedules for every scenario, round robin (what `explore` ran before the
+/// search shared its schedules by energy), for the difference the sharing makes.
+pub const STRATEGIES: [&str; 6] = [
+    "random",
+    "pct",
+    "pct:3:8",
+    "exhaustive",
+    "guided-per-scenario",
+    "guided",
+];
 
 /// Where each scenario's next schedule comes from.
 enum Source {
@@ -50,10 +62,13 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
     let first_seed = repeat * budget;
     let mut source = match name {
         "exhaustive" => Source::Exhaustive(corpus.iter().map(|_| Some(Enumerator::new(true))).collect()),
-        "guided" => Source::Guided(corpus.iter().map(|_| GuidedSearch::new(first_seed)).collect()),
+        "guided-per-scenario" => Source::Guided(corpus.iter().map(|_| GuidedSearch::new(first_seed)).collect()),
         seeded => Source::Seeded(StrategyKind::parse(seeded).expect("STRATEGIES are spelt as parse takes them")),
     };
     let started = Instant::now();
+    if name == "guided" {
+        return detect_guided(corpus, mutant, budget, first_seed, started);
+    }
     let mut schedules = 0;
     for seed in 0..budget {
         let mut ran = false;
@@ -113,6 +128,39 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
         }
     }
     Detection { schedules, time: None }
+}
+
+/// The guided search over the whole corpus: it picks each next scenario by energy, up to
+/// `budget` schedules per scenario on average.
+fn detect_guided(corpus: &[LoadedScenario], mutant: Mutant, budget: u64, seed: u64, started: Instant) -> Detection {
+    let in_process: Vec<&LoadedScenario> = corpus.iter().filter(|loaded| loaded.scenario.net.is_none()).collect();
+    let mut search = CorpusSearch::new(seed, in_process.iter().map(|loaded| &loaded.scenario));
+    let total = budget * in_process.len() as u64;
+    for schedules in 1..=total {
+        let Some((index, mut run)) = search.next_run() else {
+            break;
+        };
+        let scenario = &in_process[index].scenario;
+        let mut subject = crate::implementation::Implementation::mutant(mutant).subject();
+        let Ok(outcome) = simulate_with(scenario, subject.as_mut(), &mut run, false) else {
+            continue;
+        };
+        search.feedback(index, scenario, &outcome);
+        let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+        if violations
+            .iter()
+            .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
+        {
+            return Detection {
+                schedules,
+                time: Some(started.elapsed()),
+            };
+        }
+    }
+    Detection {
+        schedules: total,
+        time: None,
+    }
 }
 
 /// PCT on one scenario against one mutant: how often a schedule detected it, and the run

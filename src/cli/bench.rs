@@ -41,6 +41,10 @@ pub struct BenchArgs {
     /// fresh seeds each time (a cell is then the mean and the worst over the repetitions).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     repeats: u64,
+    /// With `--interleaving`: only these strategies' columns (repeatable; default all of
+    /// random, pct, pct:3:8, exhaustive, guided-per-scenario, guided).
+    #[arg(long = "only-strategy", value_name = "NAME")]
+    only_strategies: Vec<String>,
     /// With `--interleaving`: pct seeds per scenario for the table of PCT's detection
     /// probability per schedule beside its guarantee (0: no table).
     #[arg(long, default_value_t = 200)]
@@ -251,6 +255,18 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
     use crate::bench::stress::stress_hunt;
     use crate::sim::Subject;
     use crate::zoo::Mutant;
+    if let Some(unknown) = args
+        .only_strategies
+        .iter()
+        .find(|name| !STRATEGIES.contains(&name.as_str()))
+    {
+        eprintln!(
+            "agentsim: --only-strategy {unknown}: not one of {}",
+            STRATEGIES.join(", ")
+        );
+        return EXIT_BAD_INPUT;
+    }
+    let chosen = |name: &str| args.only_strategies.is_empty() || args.only_strategies.iter().any(|only| only == name);
     let corpus = match suite::load_corpus(std::slice::from_ref(&args.corpus)) {
         Ok(corpus) => corpus,
         Err(error) => {
@@ -278,8 +294,8 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
         stress_budget.as_secs_f64()
     );
     println!();
-    println!("| mutant | naive stress | random | pct | pct:3:8 | exhaustive | guided |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| mutant | naive stress | random | pct | pct:3:8 | exhaustive | guided per scenario | guided |");
+    println!("|---|---|---|---|---|---|---|---|");
     let show = |schedules: u64, time: Option<Duration>| match time {
         Some(time) => format!("{schedules} / {:.1} ms", time.as_secs_f64() * 1000.0),
         None => format!("missed ({schedules})"),
@@ -304,6 +320,10 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
         };
         let mut cells = Vec::new();
         for (index, name) in STRATEGIES.iter().enumerate() {
+            if !chosen(name) {
+                cells.push("-".to_string());
+                continue;
+            }
             // Exhaustive enumeration takes no seed: one repetition says all.
             let runs = if *name == "exhaustive" { 1 } else { repeats };
             let (mut sum, mut worst, mut missed, mut last) = (0, 0, 0, None);
@@ -336,7 +356,7 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
         println!("| {} | {stress} | {} |", mutant.name(), cells.join(" | "));
     }
     println!();
-    for (index, name) in STRATEGIES.iter().enumerate() {
+    for (index, name) in STRATEGIES.iter().enumerate().filter(|(_, name)| chosen(name)) {
         let (schedules, micros, found, worst) = totals[index];
         let runs = if *name == "exhaustive" { 1 } else { repeats };
         println!(
@@ -346,23 +366,33 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
             micros as f64 / 1000.0 / found.max(1) as f64
         );
     }
-    // Guided against random, mutant by mutant (means over the repetitions).
-    let (random, guided) = (&means[0], &means[STRATEGIES.len() - 1]);
-    let ratios: Vec<f64> = guided
-        .iter()
-        .zip(random)
-        .map(|(guided, random)| guided / random)
-        .collect();
-    let (worst_ratio, worst_mutant) =
-        ratios.iter().zip(&tier).fold(
-            (0.0, ""),
-            |best, (ratio, mutant)| if *ratio > best.0 { (*ratio, mutant.name()) } else { best },
+    // Each guided search against random, mutant by mutant (means over the repetitions).
+    for searched in ["guided-per-scenario", "guided"] {
+        if !chosen("random") || !chosen(searched) {
+            continue;
+        }
+        let index = STRATEGIES
+            .iter()
+            .position(|name| *name == searched)
+            .expect("a strategy");
+        let (random, guided) = (&means[0], &means[index]);
+        let (worst_ratio, worst_mutant) =
+            guided
+                .iter()
+                .zip(random)
+                .zip(&tier)
+                .fold((0.0, ""), |best, ((guided, random), mutant)| match guided / random {
+                    ratio if ratio > best.0 => (ratio, mutant.name()),
+                    _ => best,
+                });
+        println!(
+            "{searched} / random, mean schedules to detect: {:.2} over the tier; worst mutant {worst_ratio:.2} ({worst_mutant})",
+            guided.iter().sum::<f64>() / random.iter().sum::<f64>().max(1e-9)
         );
-    println!(
-        "guided / random, mean schedules to detect: {:.2} over the tier; worst mutant {worst_ratio:.2} ({worst_mutant})",
-        guided.iter().sum::<f64>() / random.iter().sum::<f64>().max(1e-9)
-    );
-    exhaustive_space(&corpus, args.budget);
+    }
+    if chosen("exhaustive") {
+        exhaustive_space(&corpus, args.budget);
+    }
     if args.pct_seeds > 0 {
         pct_against_its_bound(&corpus, &tier, args.pct_seeds);
     }

@@ -34,8 +34,9 @@ pub struct ExploreArgs {
     /// distinct choice sequence.
     #[arg(long, value_parser = parse_strategy)]
     strategy: Option<StrategyKind>,
-    /// Seeds 0..N per scenario (random, pct): at least 1 (an exploration that runs nothing is
-    /// bad input, like an empty corpus).
+    /// Seeds 0..N per scenario (random, pct); for guided, N schedules per scenario on average,
+    /// which the search shares among the scenarios by energy: at least 1 (an exploration that
+    /// runs nothing is bad input, like an empty corpus).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     seeds: u64,
     /// Run only the seeds of shard K of N (`seed % N == K - 1`), e.g. `--shard 2/4`.

@@ -13,10 +13,10 @@
 //!   per class of schedules that differ only in the order of independent choices (sleep sets,
 //!   `sim::reduction`); `exhaustive-plain` runs every distinct choice sequence. A run replays a
 //!   fixed prefix, then takes the first choice not asleep (choice 0 without reduction).
-//! - `guided`: a coverage-guided search over a scenario's schedules (`sim::guided`): after a
-//!   first uniform random schedule, each operation is held back until a window (what is in
-//!   flight) it was never delivered in is open, rarest pairs first; it watches the trace grow
-//!   through [`Strategy::observe`].
+//! - `guided`: a coverage-guided search over a corpus's schedules (`sim::guided`): each
+//!   operation is held back until a window (what is in flight) it was never delivered in is
+//!   open, rarest pairs first, and each scenario gets schedules by its energy (what it can still
+//!   find); it watches the trace grow through [`Strategy::observe`].
 
 use super::rng::Rng;
 use super::Choice;

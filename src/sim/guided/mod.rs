@@ -1,5 +1,6 @@
-//! The coverage-guided strategy (`--strategy guided`): a search over one scenario's schedules
-//! that aims each operation at an in-flight window no earlier schedule opened for it.
+//! The coverage-guided strategy (`--strategy guided`): a search over schedules that aims each
+//! operation at an in-flight window no earlier schedule opened for it, and, over a corpus
+//! ([`CorpusSearch`]), gives each scenario schedules by what it can still find.
 //!
 //! The interleaving bugs the kit hunts are windows: an operation that lands while something is
 //! in flight (an after hook, a tool, a later request of the run, a stream past its chunk, an
@@ -15,16 +16,24 @@
 //!   (answer kind, in-flight state) pairs each answer met, the whole in-flight sets, and the rule
 //!   situations (`check::situations`) and interleaving pairs (`check::pairs`) of the trace;
 //! - **chooses targets by rarity**: each planned schedule gives every operation a target window,
-//!   drawn with weight falling with how many schedules already reached that (kind, window) pair
-//!   and how often aiming at it failed (a window that never opens for that operation fades), so
-//!   unreached pairs go first and the rest are spread evenly, not geometrically;
+//!   drawn among the pairs no schedule of the corpus reached, else those no schedule of the
+//!   scenario reached, else with weight falling with how many schedules reached that (kind,
+//!   window) pair and how often aiming at it failed (a window that never opens for that
+//!   operation fades), so unreached pairs go first and the rest are spread evenly, not
+//!   geometrically;
 //! - **keeps a pool** of schedules that reached something new; one schedule in eight continues
-//!   a cut of one of them at random, and one in eight starts afresh, uniform random.
+//!   a cut of one of them at random, and one in eight starts afresh, uniform random;
+//! - **shares the schedules by energy** over a corpus ([`CorpusSearch`]): a scenario's energy
+//!   is the fresh pairs its operations can still aim at plus the Good-Turing estimate of the
+//!   features its next schedule finds, so schedules go where new behaviour is likely rather
+//!   than the same number to every scenario.
 //!
-//! The first schedule of a search is the uniform random schedule of its seed (what `random`
-//! runs for that seed): with no feedback yet, nothing is known to aim at. Everything comes from
-//! the one seed through the portable PRNG, in `BTreeMap` order; a failing schedule replays
-//! exactly with `--choices` (the search's state is not needed to replay it).
+//! A search that knows its scenario ([`GuidedSearch::for_scenario`], as the corpus search's do)
+//! reads the windows it can open from its script ([`predicted_windows`]) and plans from its
+//! first schedule; one that does not ([`GuidedSearch::new`]) runs the uniform random schedule
+//! of its seed first (what `random` runs for that seed). Everything comes from the one seed
+//! through the portable PRNG, in `BTreeMap` order; a failing schedule replays exactly with
+//! `--choices` (the search's state is not needed to replay it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,6 +45,13 @@ use crate::trace::Event;
 use super::rng::Rng;
 use super::strategy::Strategy;
 use super::{Choice, RunOutcome};
+
+mod corpus;
+
+pub use corpus::CorpusSearch;
+
+/// How many schedules reached each coverage feature.
+type Counts = BTreeMap<u64, u32>;
 
 /// The in-flight states a [`Tracker`] tells apart, one bit each. `append` is a run's first
 /// append (a run appends after its last request), `later-append` any other.
@@ -155,6 +171,54 @@ fn scripted_chunks(scenario: &Scenario) -> Vec<usize> {
     (0..scenario.model.len())
         .map(|index| super::fakes::model_reply(scenario, index, 0).chunks.len())
         .collect()
+}
+
+/// The windows `scenario` can open, read from its script before any schedule ran: a first
+/// request (and its chunks) when the model has a response, later requests when it has more
+/// than one, hooks around tools when an extension and a tool call are scripted, a write when
+/// an operation is a mode, a notification when an observer listens, a queued prompt when two
+/// operations start runs, and a run's appends. A prediction: a planned schedule that aims at a
+/// window that never opens records a miss, and the window fades.
+pub fn predicted_windows(scenario: &Scenario) -> u32 {
+    let window = |name: &str| 1u32 << WINDOWS.iter().position(|window| *window == name).expect("a window");
+    let mut mask = 0;
+    let chunked = scenario.model.iter().any(|step| step.chunks.unwrap_or(1) >= 2);
+    let tool_calls = scenario.model.iter().any(|step| !step.tool_calls.is_empty());
+    if let Some(first) = scenario.model.first() {
+        mask |=
+            window("first-request") | window("first-request>last-chunk") | window("append") | window("later-append");
+        if first.chunks.unwrap_or(1) >= 2 {
+            mask |= window("first-request>chunk");
+        }
+    }
+    if scenario.model.len() >= 2 {
+        mask |= window("later-request") | window("later-request>last-chunk");
+        if chunked {
+            mask |= window("later-request>chunk");
+        }
+    }
+    if tool_calls {
+        mask |= window("tool");
+        if !scenario.extensions.is_empty() {
+            mask |= window("before-hook") | window("after-hook");
+        }
+    }
+    let kinds: Vec<&str> = scenario.operations.iter().map(|spec| spec.operation().name()).collect();
+    if kinds.contains(&"mode") {
+        mask |= window("write");
+    }
+    if !scenario.observers.is_empty() {
+        mask |= window("notify");
+    }
+    let runs = scenario
+        .operations
+        .iter()
+        .filter(|spec| spec.operation().is_prompt_like())
+        .count();
+    if runs >= 2 {
+        mask |= window("queued");
+    }
+    mask
 }
 
 impl Tracker {
@@ -360,17 +424,29 @@ impl Strategy for GuidedRun {
     }
 }
 
+/// How new a target is to a planned schedule, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Freshness {
+    /// Reached by some schedule, or aimed at and missed: weighted by how often.
+    Known,
+    /// Neither reached nor aimed at by this scenario's schedules.
+    ToScenario,
+    /// Also reached by no schedule of any scenario (in a corpus search).
+    ToCorpus,
+}
+
 /// The search over one scenario's schedules.
 pub struct GuidedSearch {
     seed: u64,
     rng: Rng,
     runs: u64,
-    /// The operation kind of each operation of the scenario (learnt from the first feedback).
+    /// The operation kind of each operation of the scenario (given, or learnt from the first
+    /// feedback).
     kinds: Vec<usize>,
     /// The chunks of each scripted model response (learnt with `kinds`).
     chunks: Vec<usize>,
     /// Per feature, the schedules that reached it.
-    reached: BTreeMap<u64, u32>,
+    reached: Counts,
     /// Per (operation, target), how often a planned schedule aimed there and missed.
     missed: BTreeMap<(usize, usize), u32>,
     /// The targets of the schedule handed out last, if it was planned.
@@ -379,11 +455,17 @@ pub struct GuidedSearch {
     planned_fresh: bool,
     /// Choice sequences that reached something new, oldest first.
     pool: Vec<Vec<usize>>,
-    /// Every window some schedule of the search saw open: what a target may be.
+    /// Every window some schedule of the search saw open (or the scenario's script predicts):
+    /// what a target may be.
     windows_seen: u32,
+    /// The features exactly one schedule reached (for the Good-Turing estimate).
+    singletons: u64,
+    /// The schedules fed back.
+    fed: u64,
 }
 
 impl GuidedSearch {
+    /// A search that learns the scenario from its first schedule, uniform random.
     pub fn new(seed: u64) -> GuidedSearch {
         GuidedSearch {
             seed,
@@ -397,14 +479,33 @@ impl GuidedSearch {
             planned_fresh: true,
             pool: Vec::new(),
             windows_seen: 0,
+            singletons: 0,
+            fed: 0,
+        }
+    }
+
+    /// A search that reads the scenario first ([`predicted_windows`]): its first schedule is
+    /// already planned.
+    pub fn for_scenario(seed: u64, scenario: &Scenario) -> GuidedSearch {
+        GuidedSearch {
+            kinds: operation_kinds(scenario),
+            chunks: scripted_chunks(scenario),
+            windows_seen: predicted_windows(scenario),
+            ..GuidedSearch::new(seed)
         }
     }
 
     /// The next schedule to run.
     pub fn next_run(&mut self) -> GuidedRun {
+        self.next_run_in(None)
+    }
+
+    /// The next schedule to run, in a corpus whose schedules reached `corpus` (a pair no
+    /// scenario reached goes before one only this scenario did not).
+    fn next_run_in(&mut self, corpus: Option<&Counts>) -> GuidedRun {
         self.runs += 1;
         self.planned.clear();
-        if self.runs == 1 {
+        if self.runs == 1 && self.kinds.is_empty() {
             return GuidedRun::uniform(self.seed, Vec::new());
         }
         let seed = self.rng.next_u64();
@@ -412,7 +513,7 @@ impl GuidedSearch {
         // pair was reached or aimed at, one in eight each.
         let odds = if self.planned_fresh { 16 } else { 8 };
         match self.rng.below(odds) {
-            0 => GuidedRun::uniform(seed, Vec::new()),
+            0 if self.runs > 1 => GuidedRun::uniform(seed, Vec::new()),
             1 if !self.pool.is_empty() => {
                 let parent = &self.pool[self.rng.below(self.pool.len() as u64) as usize];
                 let cut = self.rng.below(parent.len() as u64 + 1) as usize;
@@ -423,9 +524,11 @@ impl GuidedSearch {
                 // left, if any): the operations before it go as soon as they can, so it can
                 // land in a window they would otherwise have pushed it past (five operations
                 // queued in one before hook); the others aim all at once.
-                let focus = match self.rng.below(4) {
+                let focus = match self.rng.below(FOCUS_ODDS) {
                     0 => {
-                        let fresh: Vec<usize> = (0..self.kinds.len()).filter(|op| self.target_weights(*op).1).collect();
+                        let fresh: Vec<usize> = (0..self.kinds.len())
+                            .filter(|op| self.target_weights(*op, corpus).1 > Freshness::Known)
+                            .collect();
                         match fresh.is_empty() {
                             true => self.rng.below(self.kinds.len().max(1) as u64) as usize,
                             false => fresh[self.rng.below(fresh.len() as u64) as usize],
@@ -436,7 +539,7 @@ impl GuidedSearch {
                 let targets: Vec<(usize, bool)> = (0..self.kinds.len())
                     .map(|op| match op < focus {
                         true => (EAGER, false),
-                        false => self.draw_target(op),
+                        false => self.draw_target(op, corpus),
                     })
                     .collect();
                 self.planned = targets.iter().map(|(target, _)| *target).collect();
@@ -459,10 +562,11 @@ impl GuidedSearch {
         }
     }
 
-    /// A target for operation `op`: an unreached (kind, window) pair first, weighted down by
-    /// the schedules that reached it and by the aims that missed it.
-    fn draw_target(&mut self, op: usize) -> (usize, bool) {
-        let (weights, fresh) = self.target_weights(op);
+    /// A target for operation `op`, and whether it is fresh: an unreached (kind, window) pair
+    /// first, weighted down by the schedules that reached it and by the aims that missed it.
+    fn draw_target(&mut self, op: usize, corpus: Option<&Counts>) -> (usize, bool) {
+        let (weights, freshness) = self.target_weights(op, corpus);
+        let fresh = freshness > Freshness::Known;
         let total: u64 = weights.iter().sum();
         let mut draw = self.rng.below(total.max(1));
         for (target, weight) in weights.iter().enumerate() {
@@ -474,51 +578,101 @@ impl GuidedSearch {
         (IDLE, false)
     }
 
-    /// The weight of each target for operation `op`, and whether a fresh pair is among them.
-    fn target_weights(&self, op: usize) -> (Vec<u64>, bool) {
+    /// The weight of each target for operation `op`, and the freshness of the best: only the
+    /// targets of the best freshness weigh.
+    fn target_weights(&self, op: usize, corpus: Option<&Counts>) -> (Vec<u64>, Freshness) {
         let kind = self.kinds[op];
-        let counts: Vec<Option<(u64, u64)>> = (0..TARGETS)
+        let targets: Vec<Option<(Freshness, u64, u64)>> = (0..TARGETS)
             .map(|target| {
                 let seen = target == IDLE || self.windows_seen & (1 << target) != 0;
                 seen.then(|| {
-                    let reached = self.reached.get(&feature(DELIVERED_IN, kind, target));
-                    let missed = self.missed.get(&(op, target));
-                    (u64::from(*reached.unwrap_or(&0)), u64::from(*missed.unwrap_or(&0)))
+                    let pair = feature(DELIVERED_IN, kind, target);
+                    let reached = u64::from(*self.reached.get(&pair).unwrap_or(&0));
+                    let missed = u64::from(*self.missed.get(&(op, target)).unwrap_or(&0));
+                    let freshness = match (reached, missed) {
+                        (0, 0) if corpus.is_some_and(|corpus| !corpus.contains_key(&pair)) => Freshness::ToCorpus,
+                        (0, 0) => Freshness::ToScenario,
+                        _ => Freshness::Known,
+                    };
+                    (freshness, reached, missed)
                 })
             })
             .collect();
-        // A pair neither reached nor aimed at yet goes first.
-        let fresh = counts.contains(&Some((0, 0)));
-        let weights: Vec<u64> = counts
+        let best = targets
             .iter()
-            .map(|count| match count {
+            .flatten()
+            .map(|(freshness, _, _)| *freshness)
+            .max()
+            .unwrap_or(Freshness::Known);
+        let weights: Vec<u64> = targets
+            .iter()
+            .map(|target| match target {
                 None => 0,
-                Some(_) if fresh => u64::from(*count == Some((0, 0))),
-                Some((reached, missed)) => {
+                Some((freshness, _, _)) if best > Freshness::Known => u64::from(*freshness == best),
+                Some((_, reached, missed)) => {
                     let damping = (1 + reached) * (1 + missed);
                     1_000_000 / (damping * damping * damping)
                 }
             })
             .collect();
-        (weights, fresh)
+        (weights, best)
+    }
+
+    /// How much this scenario's next planned schedule can still find, for a corpus search to
+    /// share its schedules by: per operation, its fresh targets (a pair new to the corpus
+    /// counts [`CORPUS_FRESH`] times one new to the scenario), else one.
+    fn energy(&self, corpus: &Counts) -> u64 {
+        (0..self.kinds.len())
+            .map(|op| {
+                let (weights, freshness) = self.target_weights(op, Some(corpus));
+                let fresh = weights.iter().filter(|weight| **weight > 0).count() as u64;
+                match freshness {
+                    Freshness::ToCorpus => CORPUS_FRESH * fresh,
+                    Freshness::ToScenario => fresh,
+                    Freshness::Known => 1,
+                }
+            })
+            .sum::<u64>()
+            + self.discovery()
+    }
+
+    /// The Good-Turing estimate of how many new features the next schedule finds, scaled:
+    /// the features one schedule alone reached, per schedule (Böhme's STADS; libFuzzer's
+    /// entropic schedule rests on the same estimate).
+    fn discovery(&self) -> u64 {
+        DISCOVERY_SCALE * self.singletons / self.fed.max(1)
     }
 
     /// Feeds back one finished schedule; returns whether it reached something new.
     pub fn feedback(&mut self, scenario: &Scenario, outcome: &RunOutcome) -> bool {
-        if self.runs == 1 {
-            self.chunks = scripted_chunks(scenario);
-            self.kinds = scenario
-                .operations
-                .iter()
-                .map(|spec| operation_kind(spec.operation().name()))
-                .collect();
-        }
         let (features, windows_seen) = coverage_features(scenario, outcome);
+        self.feedback_features(scenario, outcome, &features, windows_seen)
+    }
+
+    fn feedback_features(
+        &mut self,
+        scenario: &Scenario,
+        outcome: &RunOutcome,
+        features: &BTreeSet<u64>,
+        windows_seen: u32,
+    ) -> bool {
+        if self.kinds.is_empty() {
+            self.chunks = scripted_chunks(scenario);
+            self.kinds = operation_kinds(scenario);
+        }
         self.windows_seen |= windows_seen;
+        self.fed += 1;
         let mut novel = false;
-        for feature in &features {
+        for feature in features {
             let count = self.reached.entry(*feature).or_insert(0);
-            novel |= *count == 0;
+            match *count {
+                0 => {
+                    novel = true;
+                    self.singletons += 1;
+                }
+                1 => self.singletons -= 1,
+                _ => {}
+            }
             *count += 1;
         }
         for (op, target) in self.planned.iter().enumerate().filter(|(_, target)| **target != EAGER) {
@@ -532,6 +686,24 @@ impl GuidedSearch {
         }
         novel
     }
+}
+
+/// What a pair no schedule of the corpus reached weighs in a scenario's energy, against one
+/// only the scenario's own schedules did not reach.
+const CORPUS_FRESH: u64 = 10;
+
+/// What one expected new feature weighs in a scenario's energy.
+const DISCOVERY_SCALE: u64 = 1;
+
+const FOCUS_ODDS: u64 = 4;
+
+/// The operation kind of each operation of `scenario`.
+fn operation_kinds(scenario: &Scenario) -> Vec<usize> {
+    scenario
+        .operations
+        .iter()
+        .map(|spec| operation_kind(spec.operation().name()))
+        .collect()
 }
 
 /// What a trace covered: the windows its deliveries and answers met, its rule situations and
