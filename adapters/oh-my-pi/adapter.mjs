@@ -28,13 +28,13 @@ import {
     kitModelDefinition,
     kitToolExecute,
     log,
+    restoredContext,
     runFamilyAdapter,
     sessionFileText,
     sessionHeader,
     storeOutcome,
     streamFromKit,
     withOutputSink,
-    withinTimeLimit,
 } from "../pi-family/family.mjs";
 import { holdBunPendingWork } from "./bun-pending-work.mjs";
 
@@ -187,15 +187,11 @@ async function restore(scenario, ctx, runtime, dirs) {
     }
     runtime.sessionManager = sessionManager;
     runtime.extra.storage = storage;
-    const restored = withinTimeLimit(
-        ctx,
-        {
-            code: "oh-my-pi.hang",
-            what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
-            why: "oh-my-pi walks the parentId chain without cycle detection, so a parent cycle on the chosen chain hangs it",
-        },
-        () => sessionManager.buildSessionContext(),
-    );
+    const restored = restoredContext(ctx, sessionManager, {
+        code: "oh-my-pi.hang",
+        what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
+        why: "oh-my-pi walks the parentId chain without cycle detection, so a parent cycle on the chosen chain hangs it",
+    });
     return { leaf: sessionManager.getLeafId() ?? null, messages: restored.messages.length };
 }
 

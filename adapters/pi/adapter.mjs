@@ -30,13 +30,13 @@ import {
     kitModelDefinition,
     kitToolExecute,
     log,
+    restoredContext,
     runFamilyAdapter,
     sessionFileText,
     sessionHeader,
     storeOutcome,
     streamFromKit,
     withOutputSink,
-    withinTimeLimit,
 } from "../pi-family/family.mjs";
 
 // ---------------------------------------------------------------------------------------------
@@ -123,7 +123,6 @@ function kitSessionFile(ctx) {
 function restore(scenario, ctx, runtime, dirs) {
     const config = scenario.config;
     const session = scenario.session;
-    fs.mkdirSync(dirs.sessionDir, { recursive: true });
     const file = path.join(dirs.sessionDir, "session.jsonl");
     fs.writeFileSync(file, sessionFileText(sessionHeader(pi.CURRENT_SESSION_VERSION, ctx), session));
     const sessionManager = pi.SessionManager.open(file, dirs.sessionDir, FAMILY_CWD);
@@ -143,15 +142,11 @@ function restore(scenario, ctx, runtime, dirs) {
     // session file (appendFileSync, below) becomes an `append`, answered before it returns.
     sessionStores.set(file, kitSessionFile(ctx));
     runtime.sessionManager = sessionManager;
-    const restored = withinTimeLimit(
-        ctx,
-        {
-            code: "pi.hang",
-            what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
-            why: "Pi walks the parentId chain without cycle detection, so a parent cycle on the chosen chain hangs it",
-        },
-        () => sessionManager.buildSessionContext(),
-    );
+    const restored = restoredContext(ctx, sessionManager, {
+        code: "pi.hang",
+        what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
+        why: "Pi walks the parentId chain without cycle detection, so a parent cycle on the chosen chain hangs it",
+    });
     return { leaf: sessionManager.getLeafId() ?? null, messages: restored.messages.length };
 }
 
