@@ -37,15 +37,27 @@ impl PathError {
 /// order is reported), then that `leaf` exists, then walks `parentId` upwards reporting a
 /// missing parent or a cycle on the selected chain. Sibling branches are never included.
 pub fn path_to(entries: &[SessionEntry], leaf: &str) -> Result<Vec<SessionEntry>, PathError> {
-    check_unique_ids(entries)?;
+    Ok(path_to_borrowed(entries, leaf)?.into_iter().cloned().collect())
+}
 
-    let entries_by_id: BTreeMap<&str, &SessionEntry> = entries.iter().map(|entry| (entry.id.as_str(), entry)).collect();
+/// `path_to` lent from `entries` rather than copied: for readers that keep the entries
+/// alongside (the checkers' timeline, over the session and the trace), to whom a copy of every
+/// entry is pure cost.
+pub fn path_to_borrowed<'e>(
+    entries: impl IntoIterator<Item = &'e SessionEntry>,
+    leaf: &str,
+) -> Result<Vec<&'e SessionEntry>, PathError> {
+    let entries: Vec<&'e SessionEntry> = entries.into_iter().collect();
+    check_unique_ids(&entries)?;
+
+    let entries_by_id: BTreeMap<&str, &'e SessionEntry> =
+        entries.iter().map(|entry| (entry.id.as_str(), *entry)).collect();
     let mut current = *entries_by_id
         .get(leaf)
         .ok_or_else(|| PathError::UnknownLeaf { leaf: leaf.to_string() })?;
 
     let mut visited_ids: BTreeSet<&str> = BTreeSet::new();
-    let mut path_leaf_first: Vec<SessionEntry> = Vec::new();
+    let mut path_leaf_first: Vec<&'e SessionEntry> = Vec::new();
     loop {
         if !visited_ids.insert(current.id.as_str()) {
             return Err(PathError::Cycle {
@@ -53,7 +65,7 @@ pub fn path_to(entries: &[SessionEntry], leaf: &str) -> Result<Vec<SessionEntry>
                 entry: current.id.clone(),
             });
         }
-        path_leaf_first.push(current.clone());
+        path_leaf_first.push(current);
         let Some(parent_id) = current.parent_id.as_deref() else {
             break;
         };
@@ -67,7 +79,7 @@ pub fn path_to(entries: &[SessionEntry], leaf: &str) -> Result<Vec<SessionEntry>
 }
 
 /// Reports the first id, in file order, that more than one entry carries.
-fn check_unique_ids(entries: &[SessionEntry]) -> Result<(), PathError> {
+fn check_unique_ids(entries: &[&SessionEntry]) -> Result<(), PathError> {
     let mut count_by_id: BTreeMap<&str, usize> = BTreeMap::new();
     for entry in entries {
         *count_by_id.entry(entry.id.as_str()).or_insert(0) += 1;
