@@ -168,7 +168,7 @@ pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
         .iter()
         .map(|entry| (entry.parent_id.as_deref(), entry.id.as_str()))
         .collect();
-    children.sort_by(|(parent, _), (other, _)| parent.cmp(other));
+    children.sort_by_key(|(parent, _)| *parent);
     for siblings in children.chunk_by(|(parent, _), (other, _)| parent == other) {
         if siblings.len() > 1 {
             let ids: Vec<&str> = siblings.iter().map(|(_, id)| *id).collect();

@@ -48,34 +48,52 @@ pub fn path_to_borrowed<'e>(
     leaf: &str,
 ) -> Result<Vec<&'e SessionEntry>, PathError> {
     let entries: Vec<&'e SessionEntry> = entries.into_iter().collect();
-    check_unique_ids(&entries)?;
+    // The entries sorted by id, so the duplicate check and each step up are binary searches:
+    // every run restores a session, and maps of it cost more than the walk.
+    let mut by_id = entries.clone();
+    by_id.sort_unstable_by(|entry, other| entry.id.cmp(&other.id));
+    if by_id.windows(2).any(|pair| pair[0].id == pair[1].id) {
+        check_unique_ids(&entries)?;
+    }
+    let find = |id: &str| {
+        by_id
+            .binary_search_by(|entry| entry.id.as_str().cmp(id))
+            .ok()
+            .map(|index| by_id[index])
+    };
+    let mut current = find(leaf).ok_or_else(|| PathError::UnknownLeaf { leaf: leaf.to_string() })?;
 
-    let entries_by_id: BTreeMap<&str, &'e SessionEntry> =
-        entries.iter().map(|entry| (entry.id.as_str(), *entry)).collect();
-    let mut current = *entries_by_id
-        .get(leaf)
-        .ok_or_else(|| PathError::UnknownLeaf { leaf: leaf.to_string() })?;
-
-    let mut visited_ids: BTreeSet<&str> = BTreeSet::new();
     let mut path_leaf_first: Vec<&'e SessionEntry> = Vec::new();
     loop {
-        if !visited_ids.insert(current.id.as_str()) {
+        path_leaf_first.push(current);
+        // Longer than the entries, the chain went round a cycle: ids are unique, so the walk
+        // repeats itself from its first revisited entry and never reaches a missing parent.
+        if path_leaf_first.len() > entries.len() {
             return Err(PathError::Cycle {
                 leaf: leaf.to_string(),
-                entry: current.id.clone(),
+                entry: first_revisited(&path_leaf_first).to_string(),
             });
         }
-        path_leaf_first.push(current);
         let Some(parent_id) = current.parent_id.as_deref() else {
             break;
         };
-        current = *entries_by_id.get(parent_id).ok_or_else(|| PathError::MissingParent {
+        current = find(parent_id).ok_or_else(|| PathError::MissingParent {
             entry: current.id.clone(),
             parent: parent_id.to_string(),
         })?;
     }
     path_leaf_first.reverse();
     Ok(path_leaf_first)
+}
+
+/// The id of the first entry a walk longer than the entries reaches a second time.
+fn first_revisited<'e>(walk: &[&'e SessionEntry]) -> &'e str {
+    let mut visited_ids: BTreeSet<&str> = BTreeSet::new();
+    let revisited = walk
+        .iter()
+        .find(|entry| !visited_ids.insert(entry.id.as_str()))
+        .expect("a walk longer than the entries reaches one of them twice");
+    revisited.id.as_str()
 }
 
 /// Reports the first id, in file order, that more than one entry carries.
