@@ -31,7 +31,12 @@ pub fn fixed_costs_first_and_budget_used(timeline: &Timeline<'_>) -> Vec<Violati
         }
         // Not fewer either: the newest interactions that fit are all kept.
         if let Some(expected) = super::project::expected_request_messages(timeline, request) {
-            if request.messages.len() < expected.len() && expected.ends_with(request.messages) {
+            let ends_with_request = expected.len() >= request.messages.len()
+                && expected[expected.len() - request.messages.len()..]
+                    .iter()
+                    .map(|message| &**message)
+                    .eq(request.messages);
+            if request.messages.len() < expected.len() && ends_with_request {
                 violations.push(Violation::new(
                     "CONTEXT-1.b",
                     &[request.line],
@@ -90,9 +95,11 @@ pub fn tool_call_never_split_from_result(timeline: &Timeline<'_>) -> Vec<Violati
     violations
 }
 
-fn latest_compaction_summary(path: &[crate::model::SessionEntry]) -> Option<(String, String)> {
+fn latest_compaction_summary<'a>(path: &[&'a crate::model::SessionEntry]) -> Option<(&'a str, &'a str)> {
     path.iter().rev().find_map(|entry| match &entry.body {
-        EntryBody::Compaction(compaction) => Some((compaction.summary.clone(), compaction.first_kept_entry_id.clone())),
+        EntryBody::Compaction(compaction) => {
+            Some((compaction.summary.as_str(), compaction.first_kept_entry_id.as_str()))
+        }
         _ => None,
     })
 }
@@ -109,7 +116,7 @@ pub fn compaction_is_respected(timeline: &Timeline<'_>) -> Vec<Violation> {
         let starts_with_summary = request
             .messages
             .first()
-            .is_some_and(|first| first.text().contains(&summary));
+            .is_some_and(|first| first.text().contains(summary));
         if !starts_with_summary {
             violations.push(Violation::new(
                 "CONTEXT-3.a",

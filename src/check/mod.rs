@@ -24,7 +24,7 @@ pub mod situations;
 pub mod timeline;
 mod wiring;
 
-use crate::model::SessionEntry;
+use crate::model::{Message, SessionEntry};
 use crate::scenario::Scenario;
 use crate::trace::Trace;
 
@@ -102,6 +102,12 @@ pub(crate) fn a_role(role: &str) -> String {
         "a"
     };
     format!("{article} {role}")
+}
+
+/// Whether `owned` and `lent` hold equal messages in the same order: a run's messages as a
+/// subject reported them beside the messages the timeline lends from the trace.
+pub(crate) fn same_messages(owned: &[Message], lent: &[&Message]) -> bool {
+    owned.len() == lent.len() && owned.iter().zip(lent).all(|(owned, lent)| owned == *lent)
 }
 
 /// A checker: the violations of one rule in one run.

@@ -24,11 +24,11 @@ fn known(mode: &str) -> bool {
     matches!(mode, "interactive" | "print" | "json")
 }
 
-fn last_assistant_text(messages: &[Message]) -> Option<String> {
+fn last_assistant_text(messages: &[&Message]) -> Option<String> {
     messages
         .iter()
         .rev()
-        .find_map(Message::as_assistant)
+        .find_map(|message| message.as_assistant())
         .map(|assistant| assistant.text())
 }
 
@@ -84,7 +84,7 @@ struct JsonExpected {
     transcript: Option<Vec<Message>>,
 }
 
-fn json_problem(text: &str, appended: &[Message], expected_json: &JsonExpected) -> Option<String> {
+fn json_problem(text: &str, appended: &[&Message], expected_json: &JsonExpected) -> Option<String> {
     let Some(body) = text.strip_suffix('\n') else {
         return Some("the output does not end with a newline".into());
     };

@@ -173,16 +173,18 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
         };
         let stored = timeline.appended_messages(op);
         match info.event {
-            ObservedEvent::AgentEnd { messages } if *messages != stored => violations.push(Violation::new(
-                "OBSERVE-2.c",
-                &[info.line],
-                format!(
-                    "observer `{}` was told of {op}'s end with {}, but the run stored {}",
-                    info.observer,
-                    super::counted(messages.len(), "message", "messages"),
-                    describe_difference(messages, stored, "message", "messages")
-                ),
-            )),
+            ObservedEvent::AgentEnd { messages } if !super::same_messages(messages, stored) => {
+                violations.push(Violation::new(
+                    "OBSERVE-2.c",
+                    &[info.line],
+                    format!(
+                        "observer `{}` was told of {op}'s end with {}, but the run stored {}",
+                        info.observer,
+                        super::counted(messages.len(), "message", "messages"),
+                        describe_difference(messages, stored, "message", "messages")
+                    ),
+                ))
+            }
             ObservedEvent::TurnEnd { message, tool_results } => {
                 let told = turns.entry((info.observer, op)).or_default();
                 let index = *told;
@@ -198,10 +200,10 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                     }
                     _ => Vec::new(),
                 };
-                let results: Vec<Message> = stored
+                let results: Vec<&Message> = stored
                     .iter()
                     .filter(|stored| matches!(stored, Message::ToolResult(result) if calls.contains(&result.tool_call_id.as_str())))
-                    .cloned()
+                    .copied()
                     .collect();
                 if response.as_ref() != Some(message) {
                     violations.push(Violation::new(
@@ -214,7 +216,7 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                             index + 1
                         ),
                     ));
-                } else if *tool_results != results {
+                } else if !super::same_messages(tool_results, &results) {
                     violations.push(Violation::new(
                         "OBSERVE-2.e",
                         &[info.line],
@@ -235,11 +237,11 @@ fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
 }
 
 /// `N messages` when the counts differ, else where the first difference is.
-fn describe_difference(told: &[Message], stored: &[Message], singular: &str, plural: &str) -> String {
+fn describe_difference(told: &[Message], stored: &[&Message], singular: &str, plural: &str) -> String {
     if told.len() != stored.len() {
         return super::counted(stored.len(), singular, plural);
     }
-    match told.iter().zip(stored).position(|(told, stored)| told != stored) {
+    match told.iter().zip(stored).position(|(told, stored)| told != *stored) {
         Some(index) => format!("another message at position {}", index + 1),
         None => "the same messages".to_string(),
     }

@@ -257,7 +257,9 @@ pub fn prompt_resolves_after_its_last_append(timeline: &Timeline<'_>) -> Vec<Vio
         }
         if let Some((line, Settlement::Resolved(OpValue::Run(result)))) = &info.settled {
             let appended = timeline.appended_messages(info.op);
-            if !result.messages.ends_with(appended) {
+            let ends_with_appended = result.messages.len() >= appended.len()
+                && super::same_messages(&result.messages[result.messages.len() - appended.len()..], appended);
+            if !ends_with_appended {
                 violations.push(Violation::new(
                     "PERSIST-6.b",
                     &[*line],

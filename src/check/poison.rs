@@ -1,7 +1,5 @@
 //! POISON: the first failed append poisons the runtime for good, with that cause.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use crate::runtime::Settlement;
 use crate::trace::{Event, Operation};
 
@@ -126,18 +124,22 @@ pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
         .unwrap_or(timeline.events.len().saturating_sub(1));
     let initial = timeline.scenario.session.len();
     let added = timeline.store.get(initial..).unwrap_or_default();
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for entry in timeline.store {
-        *seen.entry(entry.id.as_str()).or_default() += 1;
-    }
-    let acknowledged: BTreeSet<&str> = timeline
-        .appends
-        .iter()
-        .filter(|append| matches!(append.answer, Some((_, crate::trace::AppendAnswer::Ok))))
-        .map(|append| append.entry.id.as_str())
-        .collect();
+    // The store's ids, sorted: an id's count is a binary search. The store is read once per
+    // run, and maps of it cost more than the rest of the rule.
+    let mut stored_ids: Vec<&str> = timeline.store.iter().map(|entry| entry.id.as_str()).collect();
+    stored_ids.sort_unstable();
+    let count_of = |id: &str| {
+        let first = stored_ids.partition_point(|other| *other < id);
+        stored_ids[first..].iter().take_while(|other| **other == id).count()
+    };
+    let acknowledged = |id: &str| {
+        timeline
+            .appends
+            .iter()
+            .any(|append| matches!(append.answer, Some((_, crate::trace::AppendAnswer::Ok))) && append.entry.id == id)
+    };
     for entry in added {
-        let count = seen[entry.id.as_str()];
+        let count = count_of(&entry.id);
         if count > 1 {
             violations.push(Violation::new(
                 "POISON-5.a",
@@ -148,7 +150,7 @@ pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
         if let Some(parent) = &entry.parent_id {
             // A parent the store acknowledged and then lost (a crash without sync, in the
             // networked world) is the store's failure, judged by DURABLE-1, not a retry's.
-            if !seen.contains_key(parent.as_str()) && !acknowledged.contains(parent.as_str()) {
+            if count_of(parent) == 0 && !acknowledged(parent) {
                 violations.push(Violation::new(
                     "POISON-5.b",
                     &[end],
@@ -160,21 +162,22 @@ pub fn stored_tree_stays_valid(timeline: &Timeline<'_>) -> Vec<Violation> {
             }
         }
     }
-    let mut children: BTreeMap<Option<&str>, Vec<&str>> = BTreeMap::new();
-    for entry in added {
-        children
-            .entry(entry.parent_id.as_deref())
-            .or_default()
-            .push(entry.id.as_str());
-    }
-    for (parent, ids) in children {
-        if ids.len() > 1 {
+    // The added entries grouped by parent, parents in order (the root first), each group's
+    // children in store order (the sort is stable).
+    let mut children: Vec<(Option<&str>, &str)> = added
+        .iter()
+        .map(|entry| (entry.parent_id.as_deref(), entry.id.as_str()))
+        .collect();
+    children.sort_by_key(|(parent, _)| *parent);
+    for siblings in children.chunk_by(|(parent, _), (other, _)| parent == other) {
+        if siblings.len() > 1 {
+            let ids: Vec<&str> = siblings.iter().map(|(_, id)| *id).collect();
             violations.push(Violation::new(
                 "POISON-5.c",
                 &[end],
                 format!(
                     "{} gained {} appended children [{}]: a retry wrote a second copy",
-                    match parent {
+                    match siblings[0].0 {
                         Some(parent) => format!("entry `{parent}`"),
                         None => "the root (no parent)".to_string(),
                     },

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{build_context_over, Message};
+use std::borrow::Cow;
+
+use crate::model::{project_over, Message, Projection};
 use crate::runtime::{OpId, SignalId};
 use crate::trace::quote_short;
 
@@ -14,21 +16,26 @@ use super::Violation;
 /// unpersisted suffix at that moment. The suffix is exact: the run's messages (as it appended
 /// them) before its response to this request. `None` when the run's appends do not reach this
 /// request's response (a run cut short by poison, dispose or the end of the trace). Derived
-/// once per request and shared by the checkers that read it (PROJECT-1, CONTEXT-1).
-pub fn expected_request_messages<'t>(timeline: &'t Timeline<'_>, request: &RequestInfo<'_>) -> Option<&'t [Message]> {
+/// once per request and shared by the checkers that read it (PROJECT-1, CONTEXT-1); lent from
+/// the scenario and the trace but for a compaction's summary.
+pub fn expected_request_messages<'t, 'a>(
+    timeline: &'t Timeline<'a>,
+    request: &RequestInfo<'_>,
+) -> Option<&'t [Cow<'a, Message>]> {
     let index = timeline.requests.iter().position(|other| other.line == request.line)?;
     timeline.request_messages(index, derive_request_messages)
 }
 
-fn derive_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<'_>) -> Option<Vec<Message>> {
+fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>) -> Option<Vec<Cow<'a, Message>>> {
     let op = request.op?;
     let system_prompt = timeline.expected_system_prompt();
     let budget = timeline.scenario.config.context;
-    let appends = timeline.appends_of(op);
-    let run_messages: Vec<&Message> = appends.iter().filter_map(|append| append.entry.as_message()).collect();
+    let appends = timeline.appends.iter().filter(|append| append.op == Some(op));
+    let run_messages: Vec<&'a Message> = appends.clone().filter_map(|append| append.entry.as_message()).collect();
     let index = timeline
-        .requests_of(op)
+        .requests
         .iter()
+        .filter(|other| other.op == Some(op))
         .position(|earlier| earlier.line == request.line)?;
     let end = run_messages
         .iter()
@@ -38,21 +45,40 @@ fn derive_request_messages(timeline: &Timeline<'_>, request: &RequestInfo<'_>) -
         .map(|(position, _)| position)?;
     // In message positions: entries that are not messages (metadata) do not count.
     let persisted = appends
-        .iter()
         .filter(|append| append.entry.as_message().is_some() && append.accepted_before(request.line))
         .count();
     let unpersisted = run_messages.get(persisted..end)?;
-    let projected = match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
+    let lent = |projection: Projection<'a>| -> Vec<Cow<'a, Message>> {
+        let Projection { summary, kept, .. } = projection;
+        summary
+            .map(Cow::Owned)
+            .into_iter()
+            .chain(kept.into_iter().map(Cow::Borrowed))
+            .collect()
+    };
+    match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
         (Some(initial), Some(accepted)) => {
             let suffix = accepted.iter().chain(unpersisted).copied();
-            build_context_over(initial, suffix, system_prompt, &budget)
+            Some(lent(project_over(
+                initial.iter().copied(),
+                suffix,
+                system_prompt,
+                &budget,
+            )))
         }
         _ => {
+            // The accepted appends do not form one chain (a broken runtime): the path is
+            // walked again over the session and the accepted entries, and copied.
             let path = timeline.active_path_at(request.line)?;
-            build_context_over(&path, unpersisted.iter().copied(), system_prompt, &budget)
+            let projection = project_over(
+                path.iter().copied(),
+                unpersisted.iter().copied(),
+                system_prompt,
+                &budget,
+            );
+            Some(projection.messages().cloned().map(Cow::Owned).collect())
         }
-    };
-    Some(projected.messages)
+    }
 }
 
 pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> Vec<Violation> {
@@ -61,17 +87,18 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
         let Some(expected) = expected_request_messages(timeline, request) else {
             continue;
         };
-        if expected == request.messages {
+        if expected.iter().map(|message| &**message).eq(request.messages) {
             continue;
         }
-        let roles = |messages: &[Message]| messages.iter().map(Message::role).collect::<Vec<_>>().join(",");
+        let roles =
+            |messages: &mut dyn Iterator<Item = &Message>| messages.map(Message::role).collect::<Vec<_>>().join(",");
         violations.push(Violation::new(
             "PROJECT-1.a",
             &[request.line],
             format!(
                 "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]",
-                roles(request.messages),
-                roles(expected)
+                roles(&mut request.messages.iter()),
+                roles(&mut expected.iter().map(|message| &**message))
             ),
         ));
     }
@@ -133,8 +160,15 @@ pub fn request_carries_the_registry_tools(timeline: &Timeline<'_>) -> Vec<Violat
             .join(",")
     };
     let mut violations = Vec::new();
+    // The requests of one runtime lend one registry's specs (`ToolRegistry::shared`): the same
+    // slice, found registered once, is not compared again.
+    let mut registered_already: Option<&[crate::model::ToolSpec]> = None;
     for request in &timeline.requests {
+        if registered_already.is_some_and(|tools| std::ptr::eq(tools, request.tools)) {
+            continue;
+        }
         if registered(request.tools) {
+            registered_already = Some(request.tools);
             continue;
         }
         let expected = timeline.registry_tools();

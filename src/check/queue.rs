@@ -151,6 +151,7 @@ pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violati
         let appended_assistants: Vec<&Message> = appended
             .iter()
             .filter(|message| message.as_assistant().is_some())
+            .copied()
             .collect();
         let responses: Vec<&crate::model::AssistantMessage> = timeline
             .requests

@@ -131,7 +131,7 @@ pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violatio
         _ => {}
     }
     // No message that exists only off the chosen path may reach the model.
-    let on_path: Vec<&SessionEntry> = path.iter().collect();
+    let on_path: &[&SessionEntry] = path;
     let off_path: Vec<&crate::model::Message> = timeline
         .scenario
         .session

@@ -8,10 +8,9 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
-use std::collections::BTreeMap;
 
 use crate::model::{
-    path_to, AssistantMessage, Message, PathError, SessionEntry, ToolCall, ToolResultMessage, ToolSpec,
+    path_to_borrowed, AssistantMessage, Message, PathError, SessionEntry, ToolCall, ToolResultMessage, ToolSpec,
 };
 use crate::runtime::{
     Cause, EffectId, HookOutcome, HookPhase, NotifyOutcome, ObservedEvent, OpId, Settlement, SignalId, ToolOutcome,
@@ -28,6 +27,28 @@ enum Kind {
     Append,
     Write,
     Notify,
+}
+
+/// Each issued effect's index in its kind's list, by effect and kind, sorted: an answer finds
+/// only an effect of its own kind. Effect ids grow through a run, so an insertion is nearly
+/// always a push, and the sorted list costs a fraction of a map's nodes.
+#[derive(Default)]
+struct EffectIndex(Vec<((EffectId, Kind), usize)>);
+
+impl EffectIndex {
+    /// Records that `effect`, of `kind`, is at `index` of its kind's list; a reissued id
+    /// points at its latest issue.
+    fn insert(&mut self, effect: EffectId, kind: Kind, index: usize) {
+        match self.0.binary_search_by_key(&(effect, kind), |(key, _)| *key) {
+            Ok(found) => self.0[found].1 = index,
+            Err(at) => self.0.insert(at, ((effect, kind), index)),
+        }
+    }
+
+    fn get(&self, effect: EffectId, kind: Kind) -> Option<usize> {
+        let found = self.0.binary_search_by_key(&(effect, kind), |(key, _)| *key).ok()?;
+        Some(self.0[found].1)
+    }
 }
 
 /// 0-based index into the trace's events; rendered 1-based.
@@ -150,33 +171,48 @@ pub struct Timeline<'a> {
     pub notifications: Vec<NotifyInfo<'a>>,
     pub aborts: Vec<(Line, SignalId)>,
     pub end: Option<(Line, &'a [EffectId])>,
-    /// The chosen path of the initial session, when it exists.
-    pub initial_path: Option<Vec<SessionEntry>>,
+    /// The chosen path of the initial session, when it exists, lent from the scenario.
+    pub initial_path: Option<Vec<&'a SessionEntry>>,
     /// Why the configured leaf has no path in the initial session (`None` when it has one, or
     /// when no leaf is configured).
     pub leaf_path_error: Option<PathError>,
     /// What several checkers derive from the same facts, derived once on first use.
-    shared: Shared,
+    shared: Shared<'a>,
 }
 
 /// Facts derived from the timeline on first use and shared by the checkers that read them.
+/// They lend from the trace and the scenario rather than copy: a checked run must cost little
+/// more than the run itself.
 #[derive(Default)]
-struct Shared {
+struct Shared<'a> {
     /// The merged system prompt every request must carry.
     system_prompt: OnceCell<Option<String>>,
     /// For each request, in order, the messages it must carry when the trace fixes them
     /// (`check::project::expected_request_messages`).
-    request_messages: OnceCell<Vec<Option<Vec<Message>>>>,
+    request_messages: OnceCell<Vec<Option<Vec<Cow<'a, Message>>>>>,
     /// The registry's tool specs, in registration order.
     registry_tools: OnceCell<Vec<ToolSpec>>,
     /// For each operation with appends, in delivery order, the messages it appended.
-    appended_messages: OnceCell<Vec<(OpId, Vec<Message>)>>,
+    appended_messages: OnceCell<Vec<(OpId, Vec<&'a Message>)>>,
+    /// Every tool call's story (`call_stories`).
+    call_stories: OnceCell<Vec<CallStory<'a>>>,
+}
+
+/// Everything that happened to one tool call of one operation, in trace order: its hooks and
+/// its runs of the core executor, as indexes into [`Timeline::hooks`] and
+/// [`Timeline::tool_calls`].
+#[derive(Debug, Clone)]
+pub struct CallStory<'a> {
+    pub op: Option<OpId>,
+    pub call_id: &'a str,
+    pub hooks: Vec<usize>,
+    pub core: Vec<usize>,
 }
 
 impl<'a> Timeline<'a> {
     pub fn new(scenario: &'a Scenario, trace: &'a Trace, store: &'a [SessionEntry]) -> Timeline<'a> {
         let (initial_path, leaf_path_error) = match &scenario.config.active_leaf_id {
-            Some(leaf) => match path_to(&scenario.session, leaf) {
+            Some(leaf) => match path_to_borrowed(&scenario.session, leaf) {
                 Ok(path) => (Some(path), None),
                 Err(error) => (None, Some(error)),
             },
@@ -208,9 +244,7 @@ impl<'a> Timeline<'a> {
     fn derive(&mut self) {
         // Prompt-like operations whose run has not finished, in delivery order.
         let mut unfinished: Vec<OpId> = Vec::new();
-        // Each issued effect's index in its kind's list, by kind and effect: one map for the
-        // six kinds, so an answer finds only an effect of its own kind.
-        let mut by_effect: BTreeMap<(Kind, EffectId), usize> = BTreeMap::new();
+        let mut by_effect = EffectIndex::default();
         let events: &'a [Event] = self.events;
         for (line, event) in events.iter().enumerate() {
             match event {
@@ -237,7 +271,7 @@ impl<'a> Timeline<'a> {
                     tools,
                 } => {
                     let op = self.claim(*signal, &unfinished);
-                    by_effect.insert((Kind::Request, *effect), self.requests.len());
+                    by_effect.insert(*effect, Kind::Request, self.requests.len());
                     self.requests.push(RequestInfo {
                         line,
                         effect: *effect,
@@ -250,14 +284,14 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::ModelResponse { effect, message } => {
-                    if let Some(index) = by_effect.get(&(Kind::Request, *effect)) {
-                        self.requests[*index].response = Some((line, message));
+                    if let Some(index) = by_effect.get(*effect, Kind::Request) {
+                        self.requests[index].response = Some((line, message));
                     }
                 }
                 Event::ModelChunk { .. } => {}
                 Event::ToolCall { effect, signal, call } => {
                     let op = self.claim(*signal, &unfinished);
-                    by_effect.insert((Kind::Tool, *effect), self.tool_calls.len());
+                    by_effect.insert(*effect, Kind::Tool, self.tool_calls.len());
                     self.tool_calls.push(ToolCallInfo {
                         line,
                         effect: *effect,
@@ -268,8 +302,8 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::ToolAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(&(Kind::Tool, *effect)) {
-                        self.tool_calls[*index].answer = Some((line, answer));
+                    if let Some(index) = by_effect.get(*effect, Kind::Tool) {
+                        self.tool_calls[index].answer = Some((line, answer));
                     }
                 }
                 Event::Hook {
@@ -279,7 +313,7 @@ impl<'a> Timeline<'a> {
                     call,
                     result,
                 } => {
-                    by_effect.insert((Kind::Hook, *effect), self.hooks.len());
+                    by_effect.insert(*effect, Kind::Hook, self.hooks.len());
                     self.hooks.push(HookInfo {
                         line,
                         effect: *effect,
@@ -292,12 +326,12 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::HookAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(&(Kind::Hook, *effect)) {
-                        self.hooks[*index].answer = Some((line, answer));
+                    if let Some(index) = by_effect.get(*effect, Kind::Hook) {
+                        self.hooks[index].answer = Some((line, answer));
                     }
                 }
                 Event::Append { effect, entry } => {
-                    by_effect.insert((Kind::Append, *effect), self.appends.len());
+                    by_effect.insert(*effect, Kind::Append, self.appends.len());
                     self.appends.push(AppendInfo {
                         line,
                         effect: *effect,
@@ -307,13 +341,13 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::AppendAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(&(Kind::Append, *effect)) {
-                        self.appends[*index].answer = Some((line, answer));
+                    if let Some(index) = by_effect.get(*effect, Kind::Append) {
+                        self.appends[index].answer = Some((line, answer));
                     }
                 }
                 Event::Write { effect, text } => {
                     let op = unfinished.first().copied();
-                    by_effect.insert((Kind::Write, *effect), self.writes.len());
+                    by_effect.insert(*effect, Kind::Write, self.writes.len());
                     self.writes.push(WriteInfo {
                         line,
                         effect: *effect,
@@ -329,8 +363,8 @@ impl<'a> Timeline<'a> {
                     }
                 }
                 Event::WriteAnswer { effect, error } => {
-                    if let Some(index) = by_effect.get(&(Kind::Write, *effect)) {
-                        self.writes[*index].answer = Some((line, error.as_ref()));
+                    if let Some(index) = by_effect.get(*effect, Kind::Write) {
+                        self.writes[index].answer = Some((line, error.as_ref()));
                     }
                 }
                 Event::AbortSignal { signal } => self.aborts.push((line, *signal)),
@@ -350,7 +384,7 @@ impl<'a> Timeline<'a> {
                     observer,
                     agent_event,
                 } => {
-                    by_effect.insert((Kind::Notify, *effect), self.notifications.len());
+                    by_effect.insert(*effect, Kind::Notify, self.notifications.len());
                     self.notifications.push(NotifyInfo {
                         line,
                         effect: *effect,
@@ -361,8 +395,8 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::NotifyAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(&(Kind::Notify, *effect)) {
-                        self.notifications[*index].answer = Some((line, answer));
+                    if let Some(index) = by_effect.get(*effect, Kind::Notify) {
+                        self.notifications[index].answer = Some((line, answer));
                     }
                 }
                 Event::Net { .. } | Event::StoreOpened { .. } | Event::Reopened { .. } => {}
@@ -393,16 +427,16 @@ impl<'a> Timeline<'a> {
     }
 
     /// The messages `op` appended, in order (derived once for every operation).
-    pub fn appended_messages(&self, op: OpId) -> &[Message] {
+    pub fn appended_messages(&self, op: OpId) -> &[&'a Message] {
         let appended = self.shared.appended_messages.get_or_init(|| {
-            let mut appended: Vec<(OpId, Vec<Message>)> = Vec::new();
+            let mut appended: Vec<(OpId, Vec<&'a Message>)> = Vec::new();
             for append in &self.appends {
                 let (Some(op), Some(message)) = (append.op, append.entry.as_message()) else {
                     continue;
                 };
                 match appended.iter_mut().find(|(other, _)| *other == op) {
-                    Some((_, messages)) => messages.push(message.clone()),
-                    None => appended.push((op, vec![message.clone()])),
+                    Some((_, messages)) => messages.push(message),
+                    None => appended.push((op, vec![message])),
                 }
             }
             appended
@@ -439,8 +473,8 @@ impl<'a> Timeline<'a> {
     pub(crate) fn request_messages(
         &self,
         index: usize,
-        derive_one: fn(&Timeline<'a>, &RequestInfo<'a>) -> Option<Vec<Message>>,
-    ) -> Option<&[Message]> {
+        derive_one: fn(&Timeline<'a>, &RequestInfo<'a>) -> Option<Vec<Cow<'a, Message>>>,
+    ) -> Option<&[Cow<'a, Message>]> {
         self.shared
             .request_messages
             .get_or_init(|| self.requests.iter().map(|request| derive_one(self, request)).collect())
@@ -478,22 +512,22 @@ impl<'a> Timeline<'a> {
     }
 
     /// The active path at `line`: the tree of the session plus accepted appends, walked from
-    /// `leaf_at(line)`; `None` when the initial path did not exist.
-    pub fn active_path_at(&self, line: Line) -> Option<Cow<'_, [SessionEntry]>> {
+    /// `leaf_at(line)`; `None` when the initial path did not exist. Lent from the scenario and
+    /// the trace.
+    pub fn active_path_at(&self, line: Line) -> Option<Cow<'_, [&'a SessionEntry]>> {
         let initial = self.initial_path.as_ref()?;
         if !self.appends.iter().any(|append| append.accepted_before(line)) {
             return Some(Cow::Borrowed(initial));
         }
-        let accepted: Vec<SessionEntry> = self
+        let accepted: Vec<&'a SessionEntry> = self
             .appends
             .iter()
             .filter(|append| append.accepted_before(line))
-            .map(|append| append.entry.clone())
+            .map(|append| append.entry)
             .collect();
-        let mut entries = self.scenario.session.clone();
-        entries.extend(accepted.iter().cloned());
+        let entries = self.scenario.session.iter().chain(accepted.iter().copied());
         match self.leaf_at(line) {
-            Some(leaf) => path_to(&entries, &leaf).ok().or_else(|| {
+            Some(leaf) => path_to_borrowed(entries, &leaf).ok().or_else(|| {
                 let mut path = initial.clone();
                 path.extend(accepted);
                 Some(path)
@@ -565,8 +599,41 @@ impl<'a> Timeline<'a> {
         Some(messages)
     }
 
+    /// Every tool call's story: the hooks and core runs of one call id in one operation's
+    /// run, in trace order (derived once; the WIRE rules read them).
+    pub fn call_stories(&self) -> &[CallStory<'a>] {
+        self.shared.call_stories.get_or_init(|| {
+            let mut stories: Vec<CallStory<'a>> = Vec::new();
+            for (index, hook) in self.hooks.iter().enumerate() {
+                let story = story_index(&mut stories, hook.op, &hook.call.id);
+                stories[story].hooks.push(index);
+            }
+            for (index, call) in self.tool_calls.iter().enumerate() {
+                let story = story_index(&mut stories, call.op, &call.call.id);
+                stories[story].core.push(index);
+            }
+            stories
+        })
+    }
+
     /// The event index right after `line`, skipping nothing.
     pub fn next_event(&self, line: Line) -> Option<&'a Event> {
         self.events.get(line + 1)
+    }
+}
+
+/// The index of the story of call `id` in `op`'s run, which is added when it is new.
+fn story_index<'a>(stories: &mut Vec<CallStory<'a>>, op: Option<OpId>, id: &'a str) -> usize {
+    match stories.iter().position(|story| story.op == op && story.call_id == id) {
+        Some(index) => index,
+        None => {
+            stories.push(CallStory {
+                op,
+                call_id: id,
+                hooks: Vec::new(),
+                core: Vec::new(),
+            });
+            stories.len() - 1
+        }
     }
 }

@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::model::{validate_arguments, ContentBlock, Message, ToolResultMessage};
 use crate::runtime::{HookOutcome, HookPhase, OpId, ToolOutcome};
 
-use super::timeline::{HookInfo, Line, Timeline, ToolCallInfo};
+use super::timeline::{CallStory, HookInfo, Line, Timeline, ToolCallInfo};
 use super::Violation;
 
 pub fn configured_prompt_then_resources(timeline: &Timeline<'_>) -> Vec<Violation> {
@@ -124,39 +124,17 @@ fn message_contains(message: &Message, needle: &str) -> bool {
 /// Where a call's arguments were seen: the line, the arguments, and a hook's answer.
 type ArgumentsSeen<'t> = (Line, &'t Value, Option<&'t Option<(Line, &'t HookOutcome)>>);
 
-/// Everything that happened to one tool call of one operation, in trace order.
-struct CallStory<'t> {
-    op: Option<OpId>,
-    call_id: String,
-    hooks: Vec<&'t HookInfo<'t>>,
-    core: Vec<&'t ToolCallInfo<'t>>,
+/// A call story's hooks, in trace order.
+fn story_hooks<'t, 'a>(timeline: &'t Timeline<'a>, story: &'t CallStory<'a>) -> impl Iterator<Item = &'t HookInfo<'a>> {
+    story.hooks.iter().map(|index| &timeline.hooks[*index])
 }
 
-fn stories<'t>(timeline: &'t Timeline<'_>) -> Vec<CallStory<'t>> {
-    let mut stories: Vec<CallStory<'t>> = Vec::new();
-    let story_of = |op: Option<OpId>, id: &str, stories: &mut Vec<CallStory<'t>>| -> usize {
-        match stories.iter().position(|story| story.op == op && story.call_id == id) {
-            Some(index) => index,
-            None => {
-                stories.push(CallStory {
-                    op,
-                    call_id: id.to_string(),
-                    hooks: Vec::new(),
-                    core: Vec::new(),
-                });
-                stories.len() - 1
-            }
-        }
-    };
-    for hook in &timeline.hooks {
-        let index = story_of(hook.op, &hook.call.id, &mut stories);
-        stories[index].hooks.push(hook);
-    }
-    for call in &timeline.tool_calls {
-        let index = story_of(call.op, &call.call.id, &mut stories);
-        stories[index].core.push(call);
-    }
-    stories
+/// A call story's runs of the core executor, in trace order.
+fn story_core<'t, 'a>(
+    timeline: &'t Timeline<'a>,
+    story: &'t CallStory<'a>,
+) -> impl Iterator<Item = &'t ToolCallInfo<'a>> {
+    story.core.iter().map(|index| &timeline.tool_calls[*index])
 }
 
 fn blocks(answer: &Option<(Line, &HookOutcome)>) -> bool {
@@ -171,15 +149,11 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
         .map(|script| script.name.as_str())
         .collect();
     let mut violations = Vec::new();
-    for story in stories(timeline) {
-        let befores: Vec<&&HookInfo> = story
-            .hooks
-            .iter()
+    for story in timeline.call_stories() {
+        let befores: Vec<&HookInfo> = story_hooks(timeline, story)
             .filter(|hook| hook.phase == HookPhase::Before)
             .collect();
-        let afters: Vec<&&HookInfo> = story
-            .hooks
-            .iter()
+        let afters: Vec<&HookInfo> = story_hooks(timeline, story)
             .filter(|hook| hook.phase == HookPhase::After)
             .collect();
         let before_names: Vec<&str> = befores.iter().map(|hook| hook.extension).collect();
@@ -200,7 +174,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
         // Once the call has a recorded result and no before hook blocked it, every
         // extension's after hook ran, in order: none skipped, the last one included.
         let blocked = befores.iter().any(|hook| blocks(&hook.answer));
-        let complete = !blocked && recorded_result(timeline, story.op, &story.call_id).is_some();
+        let complete = !blocked && recorded_result(timeline, story.op, story.call_id).is_some();
         let afters_ok = if complete {
             after_names == extensions
         } else {
@@ -231,12 +205,10 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
         }
         // Every hook and the core tool see the call the model made: its id (the story's) and
         // its name; an after hook sees the result of that call.
-        if let Some(name) = model_call_name(timeline, story.op, &story.call_id) {
-            let seen = story
-                .hooks
-                .iter()
+        if let Some(name) = model_call_name(timeline, story.op, story.call_id) {
+            let seen = story_hooks(timeline, story)
                 .map(|hook| (hook.line, hook.call.name.as_str()))
-                .chain(story.core.iter().map(|core| (core.line, core.call.name.as_str())));
+                .chain(story_core(timeline, story).map(|core| (core.line, core.call.name.as_str())));
             for (line, seen) in seen {
                 if seen != name {
                     violations.push(Violation::new(
@@ -264,7 +236,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
                 }
             }
         }
-        for core in &story.core {
+        for core in story_core(timeline, story) {
             let all_allowed = befores.len() == extensions.len()
                 && befores
                     .iter()
@@ -310,19 +282,23 @@ fn model_call_name<'t>(timeline: &'t Timeline<'_>, op: Option<OpId>, call_id: &s
 /// the op's later model requests.
 fn recorded_result<'t>(timeline: &'t Timeline<'_>, op: Option<OpId>, call_id: &str) -> Option<&'t ToolResultMessage> {
     let op = op?;
-    let from = |messages: &'t [Message]| {
-        messages.iter().rev().find_map(|message| match message {
-            Message::ToolResult(result) if result.tool_call_id == call_id => Some(result),
-            _ => None,
-        })
+    let result_of = |message: &'t Message| match message {
+        Message::ToolResult(result) if result.tool_call_id == call_id => Some(result),
+        _ => None,
     };
-    from(timeline.appended_messages(op)).or_else(|| {
-        timeline
-            .requests_of(op)
-            .iter()
-            .rev()
-            .find_map(|request| from(request.messages))
-    })
+    timeline
+        .appended_messages(op)
+        .iter()
+        .rev()
+        .find_map(|message| result_of(message))
+        .or_else(|| {
+            timeline
+                .requests
+                .iter()
+                .rev()
+                .filter(|request| request.op == Some(op))
+                .find_map(|request| request.messages.iter().rev().find_map(result_of))
+        })
 }
 
 fn text_of(content: &[ContentBlock]) -> String {
@@ -337,16 +313,14 @@ fn text_of(content: &[ContentBlock]) -> String {
 
 pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for story in stories(timeline) {
-        let Some(blocker) = story
-            .hooks
-            .iter()
-            .find(|hook| hook.phase == HookPhase::Before && blocks(&hook.answer))
+    for story in timeline.call_stories() {
+        let Some(blocker) =
+            story_hooks(timeline, story).find(|hook| hook.phase == HookPhase::Before && blocks(&hook.answer))
         else {
             continue;
         };
         let blocked_at = blocker.answer.as_ref().map(|(line, _)| *line).unwrap_or(blocker.line);
-        for core in story.core.iter().filter(|core| core.line > blocked_at) {
+        for core in story_core(timeline, story).filter(|core| core.line > blocked_at) {
             violations.push(Violation::new(
                 "WIRE-5.a",
                 &[blocked_at, core.line],
@@ -356,7 +330,7 @@ pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             ));
         }
-        for hook in story.hooks.iter().filter(|hook| hook.line > blocked_at) {
+        for hook in story_hooks(timeline, story).filter(|hook| hook.line > blocked_at) {
             violations.push(Violation::new(
                 "WIRE-5.b",
                 &[blocked_at, hook.line],
@@ -366,7 +340,7 @@ pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             ));
         }
-        if let Some(result) = recorded_result(timeline, story.op, &story.call_id) {
+        if let Some(result) = recorded_result(timeline, story.op, story.call_id) {
             let reason = match &blocker.answer {
                 Some((_, HookOutcome::Deny { reason })) => Some(reason.as_str()),
                 _ => None,
@@ -389,13 +363,11 @@ pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
 
 pub fn rewritten_arguments_reach_the_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for story in stories(timeline) {
+    for story in timeline.call_stories() {
         let mut rewritten: Option<(Line, Value)> = None;
-        let mut events: Vec<ArgumentsSeen<'_>> = story
-            .hooks
-            .iter()
+        let mut events: Vec<ArgumentsSeen<'_>> = story_hooks(timeline, story)
             .map(|hook| (hook.line, &hook.call.arguments, Some(&hook.answer)))
-            .chain(story.core.iter().map(|core| (core.line, &core.call.arguments, None)))
+            .chain(story_core(timeline, story).map(|core| (core.line, &core.call.arguments, None)))
             .collect();
         events.sort_by_key(|(line, _, _)| *line);
         for (line, arguments, answer) in events {
@@ -481,16 +453,14 @@ pub fn unknown_tool_or_bad_arguments_never_run(timeline: &Timeline<'_>) -> Vec<V
 
 pub fn after_hook_decides_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for story in stories(timeline) {
-        let afters: Vec<&&HookInfo> = story
-            .hooks
-            .iter()
+    for story in timeline.call_stories() {
+        let afters: Vec<&HookInfo> = story_hooks(timeline, story)
             .filter(|hook| hook.phase == HookPhase::After)
             .collect();
         if afters.is_empty() || afters.iter().any(|hook| hook.answer.is_none()) {
             continue;
         }
-        let Some(recorded) = recorded_result(timeline, story.op, &story.call_id) else {
+        let Some(recorded) = recorded_result(timeline, story.op, story.call_id) else {
             continue;
         };
         let last = afters.last().expect("not empty");
@@ -501,7 +471,10 @@ pub fn after_hook_decides_the_result(timeline: &Timeline<'_>) -> Vec<Violation> 
         }) {
             Some(rewrite) => rewrite,
             None => match (
-                story.core.last().and_then(|core| core.answer.as_ref()),
+                story
+                    .core
+                    .last()
+                    .and_then(|core| timeline.tool_calls[*core].answer.as_ref()),
                 &afters[0].result,
             ) {
                 (Some((_, ToolOutcome::Ok { content, is_error, .. })), _) => (text_of(content), *is_error),

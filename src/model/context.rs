@@ -69,6 +69,50 @@ pub fn build_context_over<'m>(
     system_prompt: Option<&str>,
     budget: &ContextBudget,
 ) -> ProjectedContext {
+    let projection = project_over(path.iter(), suffix, system_prompt, budget);
+    let mut messages: Vec<Message> = Vec::with_capacity(projection.kept.len() + 1);
+    messages.extend(projection.summary);
+    messages.extend(projection.kept.into_iter().cloned());
+    ProjectedContext {
+        system_prompt: system_prompt.map(str::to_string),
+        messages,
+        fixed_tokens: projection.fixed_tokens,
+        kept_tokens: projection.kept_tokens,
+        dropped_interactions: projection.dropped_interactions,
+    }
+}
+
+/// A projection whose kept messages are lent from the path and the suffix it was computed
+/// over: what `build_context_over` copies into a [`ProjectedContext`]. A checker that only
+/// compares the projection with a request reads it without copying a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projection<'m> {
+    /// The compaction summary, which comes first when the path holds a compaction (built here,
+    /// so owned).
+    pub summary: Option<Message>,
+    /// The kept messages after the summary, oldest first.
+    pub kept: Vec<&'m Message>,
+    pub fixed_tokens: u64,
+    pub kept_tokens: u64,
+    pub dropped_interactions: usize,
+}
+
+impl Projection<'_> {
+    /// The projected messages in order: the summary, then the kept messages.
+    pub fn messages(&self) -> impl Iterator<Item = &Message> {
+        self.summary.iter().chain(self.kept.iter().copied())
+    }
+}
+
+/// The projection of `path` (its entries root first, from a slice of entries or of entries
+/// lent from elsewhere) and `suffix`: the algorithm of this module, lending the kept messages
+/// instead of copying them.
+pub fn project_over<'m>(
+    path: impl PathEntries<'m>,
+    suffix: impl IntoIterator<Item = &'m Message>,
+    system_prompt: Option<&str>,
+    budget: &ContextBudget,
+) -> Projection<'m> {
     let system_prompt_tokens = system_prompt.map_or(0, estimate_text_tokens);
     let mut fixed_tokens = budget
         .reserved_output
@@ -107,50 +151,53 @@ pub fn build_context_over<'m>(
         kept_interactions += 1;
     }
     let dropped_interactions = starts.len() - kept_interactions;
+    candidates.drain(..kept_from);
 
-    let mut messages: Vec<Message> = Vec::with_capacity(candidates.len() - kept_from + 1);
-    messages.extend(summary_message);
-    messages.extend(candidates[kept_from..].iter().map(|message| (*message).clone()));
-
-    ProjectedContext {
-        system_prompt: system_prompt.map(str::to_string),
-        messages,
+    Projection {
+        summary: summary_message,
+        kept: candidates,
         fixed_tokens,
         kept_tokens,
         dropped_interactions,
     }
 }
 
-fn project_messages(path: &[SessionEntry]) -> (Option<Message>, Vec<&Message>) {
-    let Some((compaction_index, compaction)) = latest_compaction(path) else {
+/// The entries of a path, root first, walked more than once: `entries.iter()` or
+/// `lent.iter().copied()`.
+pub trait PathEntries<'m>: Iterator<Item = &'m SessionEntry> + DoubleEndedIterator + ExactSizeIterator + Clone {}
+
+impl<'m, I> PathEntries<'m> for I where
+    I: Iterator<Item = &'m SessionEntry> + DoubleEndedIterator + ExactSizeIterator + Clone
+{
+}
+
+fn project_messages<'m>(path: impl PathEntries<'m>) -> (Option<Message>, Vec<&'m Message>) {
+    let Some((compaction_index, compaction)) = latest_compaction(path.clone()) else {
         return (None, messages_of(path));
     };
 
-    let before_compaction = &path[..compaction_index];
-    let after_compaction = &path[compaction_index + 1..];
-    let kept_before = before_compaction
-        .iter()
+    let before_compaction = path.clone().take(compaction_index);
+    let after_compaction = path.skip(compaction_index + 1);
+    let first_kept_index = before_compaction
+        .clone()
         .position(|entry| entry.id == compaction.first_kept_entry_id)
-        .map_or(&[][..], |first_kept_index| &before_compaction[first_kept_index..]);
+        .unwrap_or(compaction_index);
 
     let summary_message = compaction_summary_message(&compaction.summary, 0);
-    let mut candidate_messages = messages_of(kept_before);
+    let mut candidate_messages = messages_of(before_compaction.skip(first_kept_index));
     candidate_messages.extend(messages_of(after_compaction));
     (Some(summary_message), candidate_messages)
 }
 
-fn latest_compaction(path: &[SessionEntry]) -> Option<(usize, &Compaction)> {
-    path.iter()
-        .enumerate()
-        .rev()
-        .find_map(|(index, entry)| match &entry.body {
-            EntryBody::Compaction(compaction) => Some((index, compaction)),
-            _ => None,
-        })
+fn latest_compaction<'m>(path: impl PathEntries<'m>) -> Option<(usize, &'m Compaction)> {
+    path.enumerate().rev().find_map(|(index, entry)| match &entry.body {
+        EntryBody::Compaction(compaction) => Some((index, compaction)),
+        _ => None,
+    })
 }
 
-fn messages_of(entries: &[SessionEntry]) -> Vec<&Message> {
-    entries.iter().filter_map(SessionEntry::as_message).collect()
+fn messages_of<'m>(entries: impl Iterator<Item = &'m SessionEntry>) -> Vec<&'m Message> {
+    entries.filter_map(SessionEntry::as_message).collect()
 }
 
 pub fn compaction_summary_message(summary: &str, timestamp: u64) -> Message {

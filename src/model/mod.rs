@@ -12,13 +12,13 @@ pub mod tools;
 
 pub use context::{
     build_context, build_context_over, build_context_with_suffix, estimate_message_tokens, estimate_text_tokens,
-    ContextBudget, ProjectedContext,
+    project_over, ContextBudget, ProjectedContext, Projection,
 };
 pub use entry::{iso_timestamp, parse_iso_timestamp, Compaction, EntryBody, Metadata, SessionEntry, SessionHeader};
 pub use message::{
     AssistantBlock, AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
     UserContent, UserMessage,
 };
-pub use path::{path_to, PathError};
+pub use path::{path_to, path_to_borrowed, PathError};
 pub use resources::{format_resource_context, merge_system_prompt, Instruction, Resources, Skill};
 pub use tools::{json_kind, validate_arguments, ToolRegistry, ToolSpec};

@@ -37,27 +37,47 @@ impl PathError {
 /// order is reported), then that `leaf` exists, then walks `parentId` upwards reporting a
 /// missing parent or a cycle on the selected chain. Sibling branches are never included.
 pub fn path_to(entries: &[SessionEntry], leaf: &str) -> Result<Vec<SessionEntry>, PathError> {
-    check_unique_ids(entries)?;
+    Ok(path_to_borrowed(entries, leaf)?.into_iter().cloned().collect())
+}
 
-    let entries_by_id: BTreeMap<&str, &SessionEntry> = entries.iter().map(|entry| (entry.id.as_str(), entry)).collect();
-    let mut current = *entries_by_id
-        .get(leaf)
-        .ok_or_else(|| PathError::UnknownLeaf { leaf: leaf.to_string() })?;
+/// `path_to` lent from `entries` rather than copied: for readers that keep the entries
+/// alongside (the checkers' timeline, over the session and the trace), to whom a copy of every
+/// entry is pure cost.
+pub fn path_to_borrowed<'e>(
+    entries: impl IntoIterator<Item = &'e SessionEntry>,
+    leaf: &str,
+) -> Result<Vec<&'e SessionEntry>, PathError> {
+    let entries: Vec<&'e SessionEntry> = entries.into_iter().collect();
+    // The entries sorted by id, so the duplicate check and each step up are binary searches:
+    // every run restores a session, and maps of it cost more than the walk.
+    let mut by_id = entries.clone();
+    by_id.sort_unstable_by(|entry, other| entry.id.cmp(&other.id));
+    if by_id.windows(2).any(|pair| pair[0].id == pair[1].id) {
+        check_unique_ids(&entries)?;
+    }
+    let find = |id: &str| {
+        by_id
+            .binary_search_by(|entry| entry.id.as_str().cmp(id))
+            .ok()
+            .map(|index| by_id[index])
+    };
+    let mut current = find(leaf).ok_or_else(|| PathError::UnknownLeaf { leaf: leaf.to_string() })?;
 
-    let mut visited_ids: BTreeSet<&str> = BTreeSet::new();
-    let mut path_leaf_first: Vec<SessionEntry> = Vec::new();
+    let mut path_leaf_first: Vec<&'e SessionEntry> = Vec::new();
     loop {
-        if !visited_ids.insert(current.id.as_str()) {
+        path_leaf_first.push(current);
+        // Longer than the entries, the chain went round a cycle: ids are unique, so the walk
+        // repeats itself from its first revisited entry and never reaches a missing parent.
+        if path_leaf_first.len() > entries.len() {
             return Err(PathError::Cycle {
                 leaf: leaf.to_string(),
-                entry: current.id.clone(),
+                entry: first_revisited(&path_leaf_first).to_string(),
             });
         }
-        path_leaf_first.push(current.clone());
         let Some(parent_id) = current.parent_id.as_deref() else {
             break;
         };
-        current = *entries_by_id.get(parent_id).ok_or_else(|| PathError::MissingParent {
+        current = find(parent_id).ok_or_else(|| PathError::MissingParent {
             entry: current.id.clone(),
             parent: parent_id.to_string(),
         })?;
@@ -66,8 +86,18 @@ pub fn path_to(entries: &[SessionEntry], leaf: &str) -> Result<Vec<SessionEntry>
     Ok(path_leaf_first)
 }
 
+/// The id of the first entry a walk longer than the entries reaches a second time.
+fn first_revisited<'e>(walk: &[&'e SessionEntry]) -> &'e str {
+    let mut visited_ids: BTreeSet<&str> = BTreeSet::new();
+    let revisited = walk
+        .iter()
+        .find(|entry| !visited_ids.insert(entry.id.as_str()))
+        .expect("a walk longer than the entries reaches one of them twice");
+    revisited.id.as_str()
+}
+
 /// Reports the first id, in file order, that more than one entry carries.
-fn check_unique_ids(entries: &[SessionEntry]) -> Result<(), PathError> {
+fn check_unique_ids(entries: &[&SessionEntry]) -> Result<(), PathError> {
     let mut count_by_id: BTreeMap<&str, usize> = BTreeMap::new();
     for entry in entries {
         *count_by_id.entry(entry.id.as_str()).or_insert(0) += 1;

@@ -72,10 +72,28 @@ impl ToolRegistry {
 /// ```
 /// where a path is `arguments`, `arguments.note` or `arguments.items[2]`.
 pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), String> {
-    validate_node(schema, arguments, "arguments")
+    validate_node(schema, arguments, &JsonPath::Arguments)
 }
 
-fn validate_node(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
+/// Where a node sits in the arguments, spelled out only when a message names it: the
+/// runtime and the checkers validate every call, and nearly every call is valid.
+enum JsonPath<'p> {
+    Arguments,
+    Property(&'p JsonPath<'p>, &'p str),
+    Item(&'p JsonPath<'p>, usize),
+}
+
+impl std::fmt::Display for JsonPath<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JsonPath::Arguments => formatter.write_str("arguments"),
+            JsonPath::Property(parent, name) => write!(formatter, "{parent}.{name}"),
+            JsonPath::Item(parent, index) => write!(formatter, "{parent}[{index}]"),
+        }
+    }
+}
+
+fn validate_node(schema: &Value, value: &Value, path: &JsonPath<'_>) -> Result<(), String> {
     let Some(schema) = schema.as_object() else {
         return Ok(());
     };
@@ -114,14 +132,14 @@ fn validate_node(schema: &Value, value: &Value, path: &str) -> Result<(), String
             }
             for (property_name, property_schema) in properties.into_iter().flatten() {
                 if let Some(field_value) = fields.get(property_name) {
-                    validate_node(property_schema, field_value, &format!("{path}.{property_name}"))?;
+                    validate_node(property_schema, field_value, &JsonPath::Property(path, property_name))?;
                 }
             }
         }
         Value::Array(elements) => {
             if let Some(item_schema) = schema.get("items") {
                 for (index, element) in elements.iter().enumerate() {
-                    validate_node(item_schema, element, &format!("{path}[{index}]"))?;
+                    validate_node(item_schema, element, &JsonPath::Item(path, index))?;
                 }
             }
         }
@@ -131,18 +149,19 @@ fn validate_node(schema: &Value, value: &Value, path: &str) -> Result<(), String
 }
 
 /// `type` is one type name or a list of them (any one matching is enough).
-fn check_type(expected_type: &Value, value: &Value, path: &str) -> Result<(), String> {
-    let type_names: Vec<&str> = match expected_type {
-        Value::String(type_name) => vec![type_name.as_str()],
-        Value::Array(type_names) => type_names.iter().filter_map(Value::as_str).collect(),
-        _ => vec![],
+fn check_type(expected_type: &Value, value: &Value, path: &JsonPath<'_>) -> Result<(), String> {
+    let listed: &[Value] = match expected_type {
+        Value::String(_) => std::slice::from_ref(expected_type),
+        Value::Array(type_names) => type_names,
+        _ => &[],
     };
+    let type_names = || listed.iter().filter_map(Value::as_str);
     let unsupported = || format!("{path}: unsupported schema type {expected_type}");
-    if type_names.is_empty() {
+    if type_names().next().is_none() {
         return Err(unsupported());
     }
     let mut matched = false;
-    for type_name in &type_names {
+    for type_name in type_names() {
         matched |= value_has_type(value, type_name).ok_or_else(unsupported)?;
     }
     if matched {
@@ -150,7 +169,7 @@ fn check_type(expected_type: &Value, value: &Value, path: &str) -> Result<(), St
     }
     Err(format!(
         "{path}: expected {}, got {}",
-        type_names.join(" or "),
+        type_names().collect::<Vec<_>>().join(" or "),
         json_kind(value)
     ))
 }

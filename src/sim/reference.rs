@@ -66,7 +66,7 @@ impl Subject for ReferenceSubject {
             Ok(mut runtime) => {
                 let restored = Restored {
                     leaf: runtime.leaf().map(str::to_string),
-                    messages: runtime.control().state().messages.len(),
+                    messages: runtime.control().view().messages.len(),
                 };
                 self.self_check = Some(SelfCheck::start(scenario, &mut runtime).map_err(self_check_failure)?);
                 self.runtime = Some(runtime);
@@ -170,7 +170,7 @@ impl SelfCheck {
         let subscription = runtime.control().subscribe();
         let unsubscribed = runtime.control().subscribe();
         runtime.control().unsubscribe(unsubscribed);
-        let messages = runtime.control().state().messages.len();
+        let messages = runtime.control().view().messages.len();
         Ok(SelfCheck {
             subscription,
             unsubscribed,
