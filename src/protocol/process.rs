@@ -94,6 +94,10 @@ struct StderrTail {
     partial: Vec<u8>,
     partial_cut: bool,
     closed: bool,
+    /// The pipe's descriptor, while the reader holds it open (until `closed`): the reader reads
+    /// it only with the tail locked, so under the lock every byte the adapter wrote is either
+    /// in the tail or still in the pipe ([`AdapterProcess::clear_stderr_tail`]).
+    fd: Option<i32>,
 }
 
 impl StderrTail {
@@ -201,7 +205,10 @@ impl AdapterProcess {
         // A bounded channel: a flooding adapter waits for the kit instead of filling memory.
         let (line_sender, lines) = mpsc::sync_channel(256);
         let (writer, to_write) = mpsc::channel::<String>();
-        let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+        let stderr_tail = Arc::new(Mutex::new(StderrTail {
+            fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stderr)),
+            ..StderrTail::default()
+        }));
         let spawned = thread::Builder::new()
             .name("adapter-stdout".into())
             .spawn(move || read_stdout(stdout, line_sender))
@@ -361,12 +368,27 @@ impl AdapterProcess {
         self.stderr.lock().map(|tail| tail.snapshot()).unwrap_or_default()
     }
 
-    /// Forgets the stderr lines so far: a reused adapter's verdict shows only its current run's.
+    /// Forgets the stderr lines written so far: a reused adapter's verdict shows only its
+    /// current run's. "So far" is exact, not up to the reader thread's pace: bytes still in the
+    /// pipe are read first (for at most [`STDERR_DRAIN`]), so a line the adapter wrote before the
+    /// kit read its answer on stdout never shows in the next run's verdict, whichever runs
+    /// shared the process (a report must not depend on `--jobs`).
     pub fn clear_stderr_tail(&self) {
-        if let Ok(mut tail) = self.stderr.lock() {
-            tail.lines.clear();
-            tail.partial.clear();
-            tail.partial_cut = false;
+        let until = Instant::now() + STDERR_DRAIN;
+        loop {
+            let Ok(mut tail) = self.stderr.lock() else { return };
+            let pending = match (tail.closed, tail.fd) {
+                (false, Some(fd)) => bytes_in_pipe(fd),
+                _ => 0,
+            };
+            if pending == 0 || Instant::now() >= until {
+                tail.lines.clear();
+                tail.partial.clear();
+                tail.partial_cut = false;
+                return;
+            }
+            drop(tail);
+            thread::sleep(Duration::from_millis(1));
         }
     }
 
@@ -643,22 +665,53 @@ fn read_stdout(stdout: ChildStdout, lines: SyncSender<StdoutEvent>) {
     let _ = lines.send(StdoutEvent::Closed);
 }
 
+/// How long [`AdapterProcess::clear_stderr_tail`] waits for the reader to take what is still in
+/// the pipe.
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
+
+/// Bytes written to the pipe `fd` and not read yet.
+fn bytes_in_pipe(fd: i32) -> usize {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points at `count`; `fd` is
+    // open: the reader closes it only after marking the tail closed, under the same lock.
+    let status = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut count) };
+    if status < 0 {
+        0
+    } else {
+        usize::try_from(count).unwrap_or(0)
+    }
+}
+
+/// Reads the adapter's stderr into `tail`. It waits for bytes without the lock and reads them
+/// with it, so a byte is never between the pipe and the tail while another thread holds the
+/// lock.
 fn read_stderr(mut stderr: ChildStderr, tail: Arc<Mutex<StderrTail>>) {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stderr);
     let mut buffer = [0u8; 8192];
     loop {
+        let mut ready = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the descriptor this thread owns.
+        if unsafe { libc::poll(&mut ready, 1, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        let Ok(mut locked) = tail.lock() else { break };
         match stderr.read(&mut buffer) {
             Ok(0) => break,
-            Ok(count) => {
-                if let Ok(mut tail) = tail.lock() {
-                    tail.push_bytes(&buffer[..count]);
-                }
-            }
+            Ok(count) => locked.push_bytes(&buffer[..count]),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         }
     }
     if let Ok(mut tail) = tail.lock() {
         tail.closed = true;
+        tail.fd = None;
     }
 }
 
@@ -720,5 +773,34 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(process.stderr_tail(Duration::from_secs(5)), vec!["two".to_string()]);
+    }
+
+    /// Lines written to stderr before a stdout line are gone once the kit, having read that
+    /// stdout line, clears the tail, however far behind the stderr reader is. The test holds
+    /// the tail's lock while the adapter writes, so the reader is as far behind as it can be:
+    /// all 56 KB are still in the pipe (which holds 64 KB) when the answer is read.
+    #[test]
+    fn clearing_forgets_every_line_written_before_the_answer() {
+        let script = "for i in 1 2 3 4 5; do yes before | head -n 8000 >&2; echo answer-$i; read reply; done";
+        let mut process = AdapterProcess::spawn(script).expect("sh runs");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for round in 1..=5 {
+            let tail = Arc::clone(&process.stderr);
+            let held = tail.lock().expect("the tail");
+            match process.next_line(deadline) {
+                Next::Line(line) => assert_eq!(line, format!("answer-{round}").into_bytes()),
+                other => panic!("{other:?}"),
+            }
+            drop(held);
+            process.clear_stderr_tail();
+            thread::sleep(Duration::from_millis(50));
+            let left = process.stderr.lock().expect("the tail").snapshot();
+            assert!(
+                left.is_empty(),
+                "round {round}: {} lines outlived the clear",
+                left.len()
+            );
+            process.send("next".into());
+        }
     }
 }
