@@ -112,11 +112,7 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
             ran = true;
             schedules += 1;
             let Some(outcome) = outcome else { continue };
-            let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
-            if violations
-                .iter()
-                .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
-            {
+            if a_rule_flags(&loaded.scenario, &outcome) {
                 return Detection {
                     schedules,
                     time: Some(started.elapsed()),
@@ -146,11 +142,7 @@ fn detect_guided(corpus: &[LoadedScenario], mutant: Mutant, budget: u64, seed: u
             continue;
         };
         search.feedback(index, scenario, &outcome);
-        let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
-        if violations
-            .iter()
-            .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
-        {
+        if a_rule_flags(scenario, &outcome) {
             return Detection {
                 schedules,
                 time: Some(started.elapsed()),
@@ -161,6 +153,14 @@ fn detect_guided(corpus: &[LoadedScenario], mutant: Mutant, budget: u64, seed: u
         schedules: total,
         time: None,
     }
+}
+
+/// Whether a catalogue rule (not the scenario's own `expect` block) flags the run: what
+/// detects a mutant here.
+fn a_rule_flags(scenario: &crate::scenario::Scenario, outcome: &RunOutcome) -> bool {
+    check::check_all(scenario, &outcome.trace, &outcome.store)
+        .iter()
+        .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
 }
 
 /// PCT on one scenario against one mutant: how often a schedule detected it, and the run
@@ -224,11 +224,7 @@ pub fn pct_on(loaded: &LoadedScenario, mutant: Mutant, kind: StrategyKind, seeds
         };
         measured.schedules += 1;
         steps += outcome.choices.len();
-        let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
-        if violations
-            .iter()
-            .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
-        {
+        if a_rule_flags(&loaded.scenario, &outcome) {
             measured.detected += 1;
         }
     }

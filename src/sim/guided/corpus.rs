@@ -9,7 +9,8 @@
 //! windows from its script ([`super::predicted_windows`]), so the first schedules go where the
 //! most operations meet the most kinds of in-flight work. The next scenario is drawn with
 //! probability proportional to its energy, and its planned schedule aims at pairs new to the
-//! corpus first. Every scenario keeps an energy of at least one per operation, so none starves.
+//! corpus first. Every scenario keeps an energy of at least one per operation (one without operations, one),
+//! so none starves.
 //!
 //! Everything comes from the one seed through the portable PRNG: the same seed and corpus give
 //! the same scenarios in the same order with the same schedules.

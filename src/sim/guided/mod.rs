@@ -620,7 +620,8 @@ impl GuidedSearch {
 
     /// How much this scenario's next planned schedule can still find, for a corpus search to
     /// share its schedules by: per operation, its fresh targets (a pair new to the corpus
-    /// counts [`CORPUS_FRESH`] times one new to the scenario), else one.
+    /// counts [`CORPUS_FRESH`] times one new to the scenario), else one; plus the Good-Turing
+    /// estimate ([`GuidedSearch::discovery`]); at least one.
     fn energy(&self, corpus: &Counts) -> u64 {
         (0..self.kinds.len())
             .map(|op| {
@@ -633,7 +634,9 @@ impl GuidedSearch {
                 }
             })
             .sum::<u64>()
-            + self.discovery()
+            .saturating_add(self.discovery())
+            // A scenario without operations still runs now and then.
+            .max(1)
     }
 
     /// The Good-Turing estimate of how many new features the next schedule finds, scaled:
