@@ -187,7 +187,7 @@ async function restore(scenario, ctx, runtime, dirs) {
     }
     runtime.sessionManager = sessionManager;
     runtime.extra.storage = storage;
-    const restored = restoredContext(ctx, sessionManager, {
+    const restored = restoredContext(sessionManager, {
         code: "oh-my-pi.hang",
         what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
         why: "oh-my-pi walks the parentId chain without cycle detection, so a parent cycle on the chosen chain hangs it",

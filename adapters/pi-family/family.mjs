@@ -20,7 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import vm from "node:vm";
 
-import { causeError, causeOf, currentRun, log, runAdapter, setStdoutSink } from "../sdk/js/agentsim-adapter.mjs";
+import { causeError, causeOf, currentRun, log, RunBroken, runAdapter, setStdoutSink } from "../sdk/js/agentsim-adapter.mjs";
 
 export { causeError, causeOf, currentRun, log };
 
@@ -488,9 +488,9 @@ export function kitExtensionFactories(ctx, scenario, options) {
  * limit starts and joins a watchdog thread at every call, which cost 1.5 ms of every run of Pi
  * under `explore` on a loaded machine, for a walk of a few microseconds.
  */
-export function restoredContext(ctx, sessionManager, hang) {
+export function restoredContext(sessionManager, hang) {
     const walk = () => sessionManager.buildSessionContext();
-    return parentChainsEnd(sessionManager) ? walk() : withinTimeLimit(ctx, hang, walk);
+    return parentChainsEnd(sessionManager) ? walk() : withinTimeLimit(hang, walk);
 }
 
 /**
@@ -517,11 +517,14 @@ function parentChainsEnd(sessionManager) {
 
 /**
  * Runs a synchronous tree walk of the runtime under a 500 ms limit (a walk of a scenario's session takes well under a millisecond): Pi walks parentId links without a
- * visited set and never returns on a parent cycle. When the limit trips, the adapter writes an
- * `error` line (`code`, e.g. `pi.hang`) saying `what` did not return and `why`, and exits, so that
- * the kit reports the run broken at once instead of after its step timeout.
+ * visited set and never returns on a parent cycle. When the limit trips, V8 stops the walk and
+ * unwinds its stack, and the adapter breaks the run (`RunBroken`: an `error` line marked
+ * recoverable, `code` e.g. `pi.hang`, saying `what` did not return and `why`): the kit reports
+ * the run broken at once instead of after its step timeout, and the process, whose runtime
+ * state of the run is discarded at the `reset`, serves the next run without a new start (which
+ * re-imports the runtime: over a second of CPU).
  */
-function withinTimeLimit(ctx, { code, what, why }, fn) {
+function withinTimeLimit({ code, what, why }, fn) {
     // One context and one compiled call for every walk: creating a V8 context per call cost a
     // few milliseconds of every run (a profile of Pi under explore: 6% of the adapter's time).
     limitContext.fn = fn;
@@ -529,7 +532,7 @@ function withinTimeLimit(ctx, { code, what, why }, fn) {
         return limitCall.runInContext(limitContext, { timeout: WALK_LIMIT_MS });
     } catch (error) {
         if (error?.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
-            ctx.fail(code, `${what} did not return within ${WALK_LIMIT_MS} ms: ${why} (the adapter stops it here instead of letting the kit's step timeout fire)`);
+            throw new RunBroken(code, `${what} did not return within ${WALK_LIMIT_MS} ms: ${why} (the adapter stops it here instead of letting the kit's step timeout fire)`);
         }
         throw error;
     } finally {

@@ -142,7 +142,7 @@ function restore(scenario, ctx, runtime, dirs) {
     // session file (appendFileSync, below) becomes an `append`, answered before it returns.
     sessionStores.set(file, kitSessionFile(ctx));
     runtime.sessionManager = sessionManager;
-    const restored = restoredContext(ctx, sessionManager, {
+    const restored = restoredContext(sessionManager, {
         code: "pi.hang",
         what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
         why: "Pi walks the parentId chain without cycle detection, so a parent cycle on the chosen chain hangs it",

@@ -206,6 +206,62 @@ impl ExternalSubject {
         })
     }
 
+    /// The verdict of an `error` the adapter reported (`text` says when, with its code and
+    /// message). A recoverable one from an adapter that serves many runs ends only the run: the
+    /// kit reads the `idle` that ends the answer, takes the run's stderr, writes `reset` and keeps
+    /// the process for the next run, as after a run that ended well. Any other kills the process.
+    /// The verdict is the same either way; so is a recoverable error whose adapter then breaks
+    /// the protocol (the process is killed, and the next run starts a new one).
+    fn reported_error(&mut self, text: String, recoverable: bool) -> SubjectFailure {
+        if !recoverable || !self.reusable() {
+            return self.malformed(text);
+        }
+        let deadline = Instant::now() + self.step_timeout;
+        let after = match self.read_line("`idle` after a recoverable `error`", deadline) {
+            Ok(line) => line,
+            // Killed: the verdict still leads with the error (the tail is the one the kill left).
+            Err(_) => return self.malformed(format!("{text} (marked recoverable; no `idle` followed it)")),
+        };
+        let idle = std::str::from_utf8(&after)
+            .ok()
+            .is_some_and(|line| matches!(parse_adapter_line(line), Ok(AdapterMessage::Idle {})));
+        let followed = self.process.as_ref().is_some_and(AdapterProcess::last_line_followed);
+        if !idle || followed {
+            let wrote = if idle {
+                "more after its `idle`".to_string()
+            } else {
+                format!("{} instead of `idle`", quote_line(&String::from_utf8_lossy(&after)))
+            };
+            return self.malformed(format!("{text} (marked recoverable; then it wrote {wrote})"));
+        }
+        let stderr_tail = self
+            .process
+            .as_ref()
+            .map(AdapterProcess::drained_stderr_tail)
+            .unwrap_or_default();
+        self.run_live = false;
+        self.send(&KitMessage::Reset {});
+        let deadline = Instant::now() + self.step_timeout;
+        match self.read_message("`idle` after `reset`", deadline) {
+            Ok(AdapterMessage::Idle {}) => self.reset_pending = Some(self.run_name.take()),
+            Ok(_) => {
+                // Not the reset's answer: the process is not trusted with another run.
+                self.failed = true;
+                if let Some(process) = &mut self.process {
+                    process.kill();
+                }
+            }
+            // Killed already: the next run starts a new process.
+            Err(_) => {}
+        }
+        AdapterFailure::Malformed {
+            message: text,
+            trace_line: None,
+            stderr_tail,
+        }
+        .into()
+    }
+
     /// Reads and parses the next adapter line before `deadline`.
     fn read_message(&mut self, waiting_for: &str, deadline: Instant) -> Result<AdapterMessage, SubjectFailure> {
         let line = self.read_line(waiting_for, deadline)?;
@@ -486,6 +542,11 @@ impl Subject for ExternalSubject {
             return Err(SubjectFailure::Unsupported { operation, reason });
         }
         let mut after_reset = self.reset_pending.take();
+        if let (Some(process), Some(_)) = (&self.process, &after_reset) {
+            // The runs before are over: a verdict shows this run's stderr only, also when its
+            // first line is an `error` (a `started` clears the lines of the restore again).
+            process.clear_stderr_tail();
+        }
         self.run_live = true;
         self.send(&KitMessage::Start {
             scenario: StartScenario::from_scenario(scenario),
@@ -509,10 +570,13 @@ impl Subject for ExternalSubject {
                     Some(restored) => return Ok(restored),
                     None => return Err(self.malformed("`idle` before `started` or `restore_failed`".into())),
                 },
-                AdapterMessage::Error { code, message } => {
-                    return Err(self.malformed(format!(
-                        "the adapter reported an error after `start`: {code}: {message}"
-                    )))
+                AdapterMessage::Error {
+                    code,
+                    message,
+                    recoverable,
+                } => {
+                    let text = format!("the adapter reported an error after `start`: {code}: {message}");
+                    return Err(self.reported_error(text, recoverable));
                 }
                 other => {
                     let message = format!(
@@ -544,7 +608,7 @@ impl Subject for ExternalSubject {
                 self.reset_pending = Some(run_name);
                 Ok(())
             }
-            AdapterMessage::Error { code, message } => Err(self.malformed(format!(
+            AdapterMessage::Error { code, message, .. } => Err(self.malformed(format!(
                 "the adapter reported an error after `reset`: {code}: {message}"
             ))),
             other => {
@@ -616,10 +680,15 @@ impl Subject for ExternalSubject {
                     }
                     return Ok(());
                 }
-                AdapterMessage::Error { code, message } => {
-                    return Err(self.malformed(format!(
+                AdapterMessage::Error {
+                    code,
+                    message,
+                    recoverable,
+                } => {
+                    let text = format!(
                         "the adapter reported an error while the kit waited for {waiting_for}: {code}: {message}"
-                    )))
+                    );
+                    return Err(self.reported_error(text, recoverable));
                 }
                 other => {
                     let message = format!(

@@ -374,18 +374,31 @@ impl AdapterProcess {
     /// kit read its answer on stdout never shows in the next run's verdict, whichever runs
     /// shared the process (a report must not depend on `--jobs`).
     pub fn clear_stderr_tail(&self) {
+        self.drained(|tail| {
+            tail.lines.clear();
+            tail.partial.clear();
+            tail.partial_cut = false;
+        });
+    }
+
+    /// The stderr lines written so far, exactly, by an adapter that goes on running (the
+    /// verdict of a run it reported broken and recovered from): bytes still in the pipe are read
+    /// first, as [`clear_stderr_tail`](Self::clear_stderr_tail) reads them.
+    pub fn drained_stderr_tail(&self) -> Vec<String> {
+        self.drained(|tail| tail.snapshot()).unwrap_or_default()
+    }
+
+    /// Applies `f` to the tail once the pipe holds no unread byte (or after [`STDERR_DRAIN`]).
+    fn drained<T>(&self, f: impl FnOnce(&mut StderrTail) -> T) -> Option<T> {
         let until = Instant::now() + STDERR_DRAIN;
         loop {
-            let Ok(mut tail) = self.stderr.lock() else { return };
+            let Ok(mut tail) = self.stderr.lock() else { return None };
             let pending = match (tail.closed, tail.fd) {
                 (false, Some(fd)) => bytes_in_pipe(fd),
                 _ => 0,
             };
             if pending == 0 || Instant::now() >= until {
-                tail.lines.clear();
-                tail.partial.clear();
-                tail.partial_cut = false;
-                return;
+                return Some(f(&mut tail));
             }
             drop(tail);
             thread::sleep(Duration::from_millis(1));

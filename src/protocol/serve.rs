@@ -99,6 +99,7 @@ pub fn serve(
                 adapter.write(&AdapterMessage::Error {
                     code: "serve.bad_line".into(),
                     message: problem.clone(),
+                    recoverable: false,
                 })?;
                 adapter.output.flush()?;
                 return Err(ServeError::BadLine {
@@ -139,6 +140,7 @@ impl<W: Write> Adapter<'_, W> {
         self.write(&AdapterMessage::Error {
             code: code.to_string(),
             message,
+            recoverable: false,
         })
     }
 

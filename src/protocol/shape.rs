@@ -465,7 +465,14 @@ pub(super) static ADAPTER_MESSAGE: Tagged = Tagged {
             closed(&[req("op", Shape::U32), req("settlement", Shape::Tagged(&SETTLEMENT))]),
         ),
         ("idle", closed(&[])),
-        ("error", closed(&[req("code", Shape::Str), req("message", Shape::Str)])),
+        (
+            "error",
+            closed(&[
+                req("code", Shape::Str),
+                req("message", Shape::Str),
+                opt("recoverable", Shape::Bool),
+            ]),
+        ),
     ],
     unknown_code: "wire.unknown_type",
     missing_code: "wire.unknown_type",

@@ -311,10 +311,14 @@ pub enum AdapterMessage {
     /// The adapter is quiescent: the kit may write its next line.
     Idle {},
     /// The adapter could not apply the kit's last line (e.g. a `complete` for an effect it does
-    /// not know). The run is broken.
+    /// not know), or the implementation could not go on with the run. The run is broken.
+    /// `recoverable` (protocol 2): the adapter stopped the run itself and its process is sound;
+    /// it ends the answer with `idle` and serves the next run after `reset`.
     Error {
         code: String,
         message: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recoverable: bool,
     },
 }
 

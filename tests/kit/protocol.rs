@@ -583,6 +583,65 @@ fn hostile_second_idle_after_reset_is_that_resets_breach_the_same_every_run() {
     let _ = std::fs::remove_dir_all(folder);
 }
 
+/// Runs `scenarios/wiring` through `breaks-run.sh` (breaking the run of the one scenario with an
+/// empty session at `where`) with `jobs`: the report and how many adapter processes ran.
+fn breaks_run(place: &str, jobs: &str) -> (Outcome, usize) {
+    let folder = scratch(&format!("breaks-run-{place}-{jobs}"));
+    let pids = folder.join("pids");
+    let adapter = format!("tests/fixtures/adapters/breaks-run.sh {BIN} {place}");
+    let run = agentsim(
+        &["run", "--impl", &adapter, "--jobs", jobs, "scenarios/wiring"],
+        &[("AGENTSIM_FIXTURE_PIDS", pids.to_str().expect("utf-8 path"))],
+    );
+    let pids = read_pids(&pids);
+    assert_all_gone(&pids, "breaks-run.sh");
+    let _ = std::fs::remove_dir_all(folder);
+    (run, pids.len())
+}
+
+#[test]
+fn a_recoverable_error_breaks_its_run_and_the_process_serves_the_next() {
+    let broken = "BROKEN system-prompt-configured-then-resources: the adapter broke the protocol at trace line";
+    for (place, when) in [
+        ("start", "0001: the adapter reported an error after `start`"),
+        (
+            "operation",
+            "0003: the adapter reported an error while the kit waited for `idle` after operation op#1 (prompt)",
+        ),
+    ] {
+        let (one, processes) = breaks_run(place, "1");
+        let (two, _) = breaks_run(place, "2");
+        let report = format!("{place}: {}{}", one.stdout, one.stderr);
+        assert_eq!(one.code, 3, "{report}");
+        assert!(
+            one.stdout.contains(&format!(
+                "{broken} {when}: fixture.hang: the runtime did not return (subject.malformed)\n"
+            )),
+            "{report}"
+        );
+        assert!(one.stdout.ends_with("21 passed, 1 failed\n"), "{report}");
+        // The run after the broken one, on the same process, passes: the reset was honoured.
+        assert_eq!(processes, 1, "{place}: the broken run cost a new process\n{report}");
+        assert!(
+            one.stdout == two.stdout,
+            "{place}: --jobs 1 and 2 differ:\n{}\n{}",
+            one.stdout,
+            two.stdout
+        );
+    }
+    // Marked recoverable, then not `idle`: the protocol is broken, the process is not trusted.
+    let (garbage, processes) = breaks_run("garbage", "1");
+    assert!(
+        garbage.stdout.contains(
+            "(marked recoverable; then it wrote \"{\\\"type\\\":\\\"idle\\\",\\\"late\\\":true}\" instead of `idle`) (subject.malformed)"
+        ),
+        "{}",
+        garbage.stdout
+    );
+    assert!(garbage.stdout.ends_with("21 passed, 1 failed\n"), "{}", garbage.stdout);
+    assert_eq!(processes, 2, "a process that breached the protocol serves no other run");
+}
+
 #[test]
 fn hostile_escape_with_setsid_leaves_no_process() {
     // The escaped processes are in sessions of their own: only the kit's subreaper and

@@ -273,6 +273,18 @@ export class RunDiscarded extends Error {
     readonly code: "agentsim.run_discarded";
 }
 
+/**
+ * Thrown by the mapping (from `start`, or from `operation`, thrown or as its promise's rejection)
+ * when the implementation cannot go on with this run but the process is sound (a walk the
+ * adapter stopped at a time limit): the SDK writes `error` marked `recoverable`, discards the
+ * run and ends the answer with `idle`; the kit reports the run broken and reuses the process
+ * after `reset`. Under protocol 1 it acts as `ctx.fail`.
+ */
+export class RunBroken extends Error {
+    constructor(code: string, message: string);
+    readonly code: string;
+}
+
 /** A kit line the adapter cannot apply. */
 export class KitLineError extends Error {
     readonly code: string;

@@ -59,6 +59,23 @@ export class RunDiscarded extends Error {
     }
 }
 
+/**
+ * Thrown by a mapping when the implementation cannot go on with this run but the process is
+ * sound: say, a walk of the runtime's that the adapter stopped at a time limit (the runtime's
+ * stack was unwound, nothing of it runs on). From `start` or from `operation` (thrown, or the
+ * rejection of the promise it returned), the SDK writes an `error` line marked `recoverable`,
+ * discards the run (nothing it does afterwards reaches the kit) and ends the answer with `idle`;
+ * the kit reports the run broken, writes `reset`, and the next run uses this process, instead
+ * of paying for a new one. Under protocol 1 (no `reset`) it is `ctx.fail`: the adapter exits.
+ */
+export class RunBroken extends Error {
+    constructor(code, message) {
+        super(message);
+        this.name = "RunBroken";
+        this.code = code;
+    }
+}
+
 /** A kit line the adapter cannot apply: answered with an `error` message (`code`, `message`). */
 export class KitLineError extends Error {
     constructor(code, message) {
@@ -600,7 +617,7 @@ const ADAPTER_MESSAGE = tagged(
         ["abort_signal", closed([req("signal", Shape.u32)])],
         ["settled", closed([req("op", Shape.u32), req("settlement", SETTLEMENT)])],
         ["idle", closed([])],
-        ["error", closed([req("code", Shape.string), req("message", Shape.string)])],
+        ["error", closed([req("code", Shape.string), req("message", Shape.string), opt("recoverable", Shape.boolean)])],
     ],
     { unknownCode: "wire.unknown_type", missingCode: "wire.unknown_type" },
 );
@@ -978,6 +995,20 @@ function lineError(code, message) {
     emit({ type: "error", code, message });
 }
 
+/**
+ * The run cannot go on, the process can (`RunBroken`): the reason on stderr, an `error` line
+ * marked `recoverable`, and the run discarded; the answer ends with `idle` as usual.
+ */
+function breakRun(run, error) {
+    const code = String(error.code);
+    const message = String(error.message).slice(0, 100000);
+    if (server.protocol < 2) fatal(code, message);
+    if (!run.live) return;
+    log(`broken run: ${code}: ${message}`);
+    emit({ type: "error", code, message, recoverable: true });
+    run._discard();
+}
+
 /** The adapter cannot go on: an `error` line (if it may write), the reason on stderr, exit 1. */
 function fatal(code, message) {
     log(`fatal: ${code}: ${message}`);
@@ -1342,6 +1373,7 @@ async function startRun(scenario) {
         await drain();
     } catch (error) {
         if (error instanceof RunDiscarded) throw error;
+        if (error instanceof RunBroken) return breakRun(run, error);
         fatal("adapter.exception", `start threw: ${error?.stack ?? error}`);
     } finally {
         server.starting = false;
@@ -1398,7 +1430,8 @@ function applyOperation(message) {
     try {
         returned = server.definition.operation(op, message.operation, run);
     } catch (error) {
-        if (!(error instanceof RunDiscarded)) run.reject(op, error);
+        if (error instanceof RunBroken) breakRun(run, error);
+        else if (!(error instanceof RunDiscarded)) run.reject(op, error);
         return;
     }
     if (returned === undefined) return; // the mapping settles it with ctx.settle
@@ -1413,6 +1446,7 @@ function applyOperation(message) {
             }
         },
         (error) => {
+            if (error instanceof RunBroken) return breakRun(run, error);
             if (!run.live || run.isSettled(op) || error instanceof RunDiscarded) return;
             run.reject(op, error);
         },
@@ -1488,6 +1522,7 @@ export async function runAdapter(definition, options = {}) {
     });
     process.on("uncaughtException", (error) => {
         if (error instanceof RunDiscarded) return;
+        if (error instanceof RunBroken) fatal(error.code, `${error.message} (thrown outside start and operation)`);
         fatal("adapter.exception", `uncaught exception: ${error?.stack ?? String(error)}`);
     });
 

@@ -838,7 +838,7 @@ _ADAPTER_MESSAGE = _tagged_shape(
         ("abort_signal", _closed([_req("signal", _U32_SHAPE)])),
         ("settled", _closed([_req("op", _U32_SHAPE), _req("settlement", _SETTLEMENT)])),
         ("idle", _closed([])),
-        ("error", _closed([_req("code", _STRING), _req("message", _STRING)])),
+        ("error", _closed([_req("code", _STRING), _req("message", _STRING), _opt("recoverable", _BOOLEAN)])),
     ],
     unknown="wire.unknown_type",
     missing="wire.unknown_type",

@@ -1,8 +1,9 @@
 // The SDK's wire behaviour, through the template adapter: exact lines in, exact lines out.
 import assert from "node:assert/strict";
+import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { ASSISTANT, AdapterProcess, IDLE, TEMPLATE, appendOk, complete, final, prompt, start } from "./helpers.mjs";
+import { ASSISTANT, AdapterProcess, FIXTURES, IDLE, TEMPLATE, appendOk, complete, final, prompt, start } from "./helpers.mjs";
 
 const HELLO =
     '{"type":"hello","protocol":2,"implementation":{"name":"agentsim-template","version":"0.1.0"},' +
@@ -14,8 +15,8 @@ const HELLO =
 const STARTED_EMPTY = ['{"type":"started","leaf":null,"messages":0}', IDLE];
 
 const processes = [];
-function adapter(options) {
-    const process = new AdapterProcess(TEMPLATE, options);
+function adapter({ script = TEMPLATE, ...options } = {}) {
+    const process = new AdapterProcess(script, options);
     processes.push(process);
     return process;
 }
@@ -342,5 +343,51 @@ describe("protocol 1", () => {
         const answer = await kit.send(start({ observers: [{ name: "audit", events: ["agent_end"] }] }));
         assert.equal(JSON.parse(answer[0]).code, "input.malformed");
         assert.deepEqual(await kit.send(start()), STARTED_EMPTY);
+    });
+});
+
+describe("a broken run (RunBroken): `error` marked recoverable, then idle; the process serves the next run", () => {
+    const BREAKING = path.join(FIXTURES, "breaking-adapter.mjs");
+
+    test("broken at start: nothing but the error, then idle; after reset the next run starts as in a fresh process", async () => {
+        const kit = adapter({ script: BREAKING });
+        await kit.hello();
+        assert.deepEqual(await kit.send(start({ config: { activeLeafId: "hang" } }), { quietMs: 150 }), [
+            '{"type":"error","code":"fixture.hang","message":"the walk did not return","recoverable":true}',
+            IDLE,
+        ]);
+        assert.deepEqual(await kit.send({ type: "reset" }), [IDLE]);
+        assert.deepEqual(await kit.send(start()), STARTED_EMPTY);
+        assert.match(kit.stderr, /broken run: fixture\.hang: the walk did not return/);
+    });
+
+    test("broken by an operation, thrown or rejected: what the run does afterwards never reaches the kit", async () => {
+        const kit = adapter({ script: BREAKING });
+        await kit.hello();
+        await kit.send(start());
+        assert.deepEqual(await kit.send(prompt(1, "break")), [
+            '{"type":"error","code":"fixture.break","message":"op#1 cannot go on","recoverable":true}',
+            IDLE,
+        ]);
+        assert.deepEqual(await kit.send({ type: "reset" }), [IDLE]);
+        await kit.send(start());
+        const request = await kit.send(prompt(1, "break-later"));
+        assert.match(request[0], /"kind":"model_request","id":1,/);
+        assert.deepEqual(await kit.send(final(1), { quietMs: 150 }), [
+            '{"type":"error","code":"fixture.break","message":"op#1 cannot go on after its request","recoverable":true}',
+            IDLE,
+        ]);
+        assert.deepEqual(await kit.send({ type: "reset" }), [IDLE]);
+        await kit.send(start());
+        const again = await kit.send(prompt(1, "fine"));
+        assert.match(again[0], /"kind":"model_request","id":1,/);
+    });
+
+    test("under protocol 1 (no reset) a broken run stops the adapter", async () => {
+        const kit = adapter({ script: BREAKING, env: { AGENTSIM_PROTOCOL: "1" } });
+        await kit.hello();
+        kit.write(start({ config: { activeLeafId: "hang" } }));
+        assert.equal(await kit.nextLine(), '{"type":"error","code":"fixture.hang","message":"the walk did not return"}');
+        assert.equal((await kit.exit).code, 1);
     });
 });
