@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::check::{self, Violation};
 use crate::implementation::Implementation;
-use crate::replay::ReplaySpec;
+use crate::replay::{ReplaySpec, ReplayWorld};
 use crate::scenario::LoadedScenario;
 use crate::sim::guided::{CorpusSearch, GuidedRun};
 use crate::sim::reduction::{EnumeratedRun, Enumerator, Probe};
@@ -559,6 +559,13 @@ fn run_one(
             mutant: implementation.mutant_name().map(str::to_string),
             implementation: implementation.adapter_command(),
             judging: judging.clone(),
+            // Explore schedules a scenario with a `net` block in the in-process scheduler,
+            // where `run` and a plain replay take it to the networked world.
+            world: if loaded.scenario.net.is_some() {
+                ReplayWorld::InProcess
+            } else {
+                ReplayWorld::Sim
+            },
             ..ReplaySpec::new(loaded.path.clone(), strategy, seed)
         }
         .command()

@@ -17,6 +17,9 @@ use crate::store::SyncPolicy;
 pub enum ReplayWorld {
     /// The in-process scheduler.
     Sim,
+    /// The in-process scheduler for a scenario with a `net` block, which `run` and a plain
+    /// `replay` take to the networked world: explore's schedules (`--in-process`).
+    InProcess,
     /// The networked world of a scenario with a `net` block, with its own faults only: the
     /// trace depends on the seed.
     Net,
@@ -69,6 +72,7 @@ impl ReplaySpec {
         ];
         match &self.world {
             ReplayWorld::Sim | ReplayWorld::Net => {}
+            ReplayWorld::InProcess => words.push("--in-process".into()),
             ReplayWorld::NetSeeded => words.extend(["--world".into(), "net".into()]),
             ReplayWorld::NetCrash { step, sync } => {
                 words.extend(["--crash-at-step".into(), step.to_string()]);
@@ -81,7 +85,7 @@ impl ReplaySpec {
                 words.extend(["--choices".into(), choices.join(".")]);
             }
             None => {
-                let networked = self.world != ReplayWorld::Sim;
+                let networked = !matches!(self.world, ReplayWorld::Sim | ReplayWorld::InProcess);
                 if !networked && self.strategy != StrategyKind::Scripted {
                     words.extend(["--strategy".into(), self.strategy.spelling()]);
                 }

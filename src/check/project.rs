@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use std::borrow::Cow;
 
-use crate::model::{project_over, Message, Projection};
+use crate::model::{first_json_difference, project_over, Message, Projection};
 use crate::runtime::{OpId, SignalId};
 use crate::trace::quote_short;
 
@@ -96,13 +96,41 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
             "PROJECT-1.a",
             &[request.line],
             format!(
-                "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]",
+                "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]{}",
                 roles(&mut request.messages.iter()),
-                roles(&mut expected.iter().map(|message| &**message))
+                roles(&mut expected.iter().map(|message| &**message)),
+                first_message_difference(request.messages, expected)
             ),
         ));
     }
     violations
+}
+
+/// Where two lists of messages of the same roles first differ, as `: message N (role), field F:
+/// the request has X, build_context has Y`; nothing when the roles differ (the lists say it).
+fn first_message_difference(carried: &[Message], expected: &[Cow<'_, Message>]) -> String {
+    let same_roles = carried.len() == expected.len()
+        && carried
+            .iter()
+            .zip(expected)
+            .all(|(left, right)| left.role() == right.role());
+    if !same_roles {
+        return String::new();
+    }
+    let json = |message: &Message| serde_json::to_value(message).expect("messages serialize");
+    carried
+        .iter()
+        .zip(expected)
+        .enumerate()
+        .find(|(_, (left, right))| *left != &***right)
+        .and_then(|(index, (left, right))| {
+            let (field, carried, built) = first_json_difference(&json(left), &json(right))?;
+            Some(format!(
+                ": message {index} ({}), field {field}: the request has {carried}, build_context has {built}",
+                left.role()
+            ))
+        })
+        .unwrap_or_default()
 }
 
 pub fn request_carries_the_merged_system_prompt(timeline: &Timeline<'_>) -> Vec<Violation> {

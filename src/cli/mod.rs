@@ -152,6 +152,10 @@ enum Command {
         /// `net`: replay in the networked world with the faults drawn from `--seed`.
         #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
         world: WorldKind,
+        /// Replay a scenario with a `net` block in the in-process scheduler, as `explore`
+        /// schedules it, instead of in the networked world (`run`'s and replay's default).
+        #[arg(long)]
+        in_process: bool,
         /// Replay one crash point of `crash-test`: the networked world, the store host crashed
         /// at this simulation step.
         #[arg(long, value_name = "STEP")]
@@ -331,6 +335,7 @@ pub fn main() -> ExitCode {
             step_timeout_ms,
             choices,
             world,
+            in_process,
             crash_at_step,
             sync,
             html,
@@ -345,6 +350,7 @@ pub fn main() -> ExitCode {
                 implementation: implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
                 choices,
                 world,
+                in_process,
                 crash: crash_at_step.map(|step| (step, sync)),
                 html,
                 selection: judging.selection(),
@@ -404,6 +410,8 @@ struct ReplayOptions {
     implementation: Option<(String, Duration)>,
     choices: Option<Choices>,
     world: WorldKind,
+    /// `--in-process`: a scenario with a `net` block in the in-process scheduler.
+    in_process: bool,
     /// `--crash-at-step` and `--sync`.
     crash: Option<(u64, crate::store::SyncPolicy)>,
     /// `--html OUT.html`.
@@ -421,6 +429,7 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         implementation,
         choices,
         world,
+        in_process,
         crash,
         html,
         selection,
@@ -443,6 +452,22 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
     let Some(loaded) = corpus.first() else {
         eprintln!("agentsim: {}: no scenario file", file.display());
         return EXIT_BAD_INPUT;
+    };
+    if in_process && (world == WorldKind::Net || crash.is_some()) {
+        eprintln!("agentsim: --in-process replays in the in-process scheduler; drop --world net and --crash-at-step");
+        return EXIT_BAD_INPUT;
+    }
+    // The in-process scheduler never reads the `net` block (its faults are the networked
+    // world's); without it the case runs where explore ran it, judged alike (the DURABLE
+    // rules judge a reopened store, which only the networked world has).
+    let in_process_copy;
+    let loaded = if in_process {
+        let mut copy = loaded.clone();
+        copy.scenario.net = None;
+        in_process_copy = copy;
+        &in_process_copy
+    } else {
+        loaded
     };
     if world == WorldKind::Net && choices.is_some() {
         eprintln!("agentsim: --world net replays by seed; drop --choices");

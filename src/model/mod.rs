@@ -4,6 +4,7 @@
 //! Nothing here performs IO, keeps state between calls, or knows about scheduling.
 
 pub mod context;
+pub mod difference;
 pub mod entry;
 pub mod message;
 pub mod path;
@@ -14,6 +15,7 @@ pub use context::{
     build_context, build_context_over, build_context_with_suffix, estimate_message_tokens, estimate_text_tokens,
     project_over, ContextBudget, ProjectedContext, Projection,
 };
+pub use difference::first_json_difference;
 pub use entry::{iso_timestamp, parse_iso_timestamp, Compaction, EntryBody, Metadata, SessionEntry, SessionHeader};
 pub use message::{
     AssistantBlock, AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,

@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::model::first_json_difference;
 use crate::runtime::{EffectId, SignalId};
 use crate::trace::{render_line, Event, Trace};
 
@@ -37,9 +38,6 @@ pub const REDACTED_ASSISTANT_FIELDS: &[&str] = &["usage", "api", "provider", "mo
 
 /// What a redacted field reads as.
 pub const REDACTED: &str = "<redacted>";
-
-/// Values quoted in a divergence are cut to this many characters.
-const VALUE_CHARS_MAX: usize = 120;
 
 /// Where two traces first differ.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,13 +209,14 @@ fn first_difference_of(
                 let left_json = comparable(left);
                 let right_json = comparable(right);
                 if left_json != right_json {
-                    let field = first_difference(&left_json, &right_json, String::new()).map(
-                        |(path, reference, implementation)| FieldDifference {
-                            path,
-                            reference,
-                            implementation,
-                        },
-                    );
+                    let field =
+                        first_json_difference(&left_json, &right_json).map(|(path, reference, implementation)| {
+                            FieldDifference {
+                                path,
+                                reference,
+                                implementation,
+                            }
+                        });
                     return Some(Divergence {
                         line: index + 1,
                         reference: render(Some(left)),
@@ -262,65 +261,6 @@ fn redact(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(redact),
         _ => {}
-    }
-}
-
-/// The path and both values of the first difference between two JSON values.
-fn first_difference(left: &Value, right: &Value, path: String) -> Option<(String, String, String)> {
-    match (left, right) {
-        (Value::Object(left_object), Value::Object(right_object)) => {
-            let keys = left_object
-                .keys()
-                .chain(right_object.keys().filter(|key| !left_object.contains_key(*key)));
-            for key in keys {
-                let child_path = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
-                match (left_object.get(key), right_object.get(key)) {
-                    (Some(a), Some(b)) => {
-                        if a != b {
-                            return first_difference(a, b, child_path);
-                        }
-                    }
-                    (a, b) => return Some((child_path, show(a), show(b))),
-                }
-            }
-            None
-        }
-        (Value::Array(left_items), Value::Array(right_items)) => {
-            for index in 0..left_items.len().max(right_items.len()) {
-                let child_path = format!("{path}[{index}]");
-                match (left_items.get(index), right_items.get(index)) {
-                    (Some(a), Some(b)) => {
-                        if a != b {
-                            return first_difference(a, b, child_path);
-                        }
-                    }
-                    (a, b) => return Some((child_path, show(a), show(b))),
-                }
-            }
-            None
-        }
-        _ if left == right => None,
-        _ => {
-            let path = if path.is_empty() { "-".to_string() } else { path };
-            Some((path, show(Some(left)), show(Some(right))))
-        }
-    }
-}
-
-fn show(value: Option<&Value>) -> String {
-    let Some(value) = value else {
-        return "(absent)".to_string();
-    };
-    let text = serde_json::to_string(value).expect("values serialize");
-    if text.chars().count() <= VALUE_CHARS_MAX {
-        text
-    } else {
-        let cut: String = text.chars().take(VALUE_CHARS_MAX).collect();
-        format!("{cut}…")
     }
 }
 

@@ -234,6 +234,40 @@ fn explore_and_mutants_replays_reproduce_each_strategy() {
     }
 }
 
+/// Explore schedules a scenario with a `net` block in the in-process scheduler, where `run` and
+/// a plain replay take it to the networked world: its replays say `--in-process`, by seed and
+/// by choices, and reproduce the explored schedule's violations.
+#[test]
+fn explore_replays_of_a_networked_scenario_run_in_process() {
+    for strategy in ["random", "pct", "exhaustive:40", "guided"] {
+        let (code, text) = agentsim(&[
+            "explore",
+            "scenarios/durability/partition-before-append.json",
+            "--strategy",
+            strategy,
+            "--seeds",
+            "2",
+            "--mutant",
+            "projection-slices-messages",
+        ]);
+        assert_eq!(code, 1, "{strategy}\n{text}");
+        let cases = explore_cases(&text);
+        assert!(
+            cases.iter().all(|(command, _)| command.contains("--in-process")),
+            "{strategy}: {cases:?}"
+        );
+        check_cases(&format!("explore {strategy} of a networked scenario"), &cases, false);
+    }
+    let (code, text) = agentsim(&[
+        "replay",
+        "scenarios/durability/partition-before-append.json",
+        "--in-process",
+        "--world",
+        "net",
+    ]);
+    assert_eq!(code, 2, "--in-process with --world net must be refused\n{text}");
+}
+
 #[test]
 fn impl_replays_keep_the_command_and_its_timeout() {
     let implementation = format!("{} serve --mutant poison-not-stored", binary());
