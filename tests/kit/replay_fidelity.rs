@@ -266,6 +266,30 @@ fn explore_replays_of_a_networked_scenario_run_in_process() {
         "net",
     ]);
     assert_eq!(code, 2, "--in-process with --world net must be refused\n{text}");
+    // Its shrunk regression leaves the net block out, so `run` replays it in process too and
+    // it fails the same rule.
+    let folder = tempfile_folder("networked-shrunk");
+    let folder_text = folder.display().to_string();
+    let (code, text) = agentsim(&[
+        "explore",
+        "scenarios/durability/partition-before-append.json",
+        "--strategy",
+        "random",
+        "--seeds",
+        "1",
+        "--mutant",
+        "projection-slices-messages",
+        "--shrink-to",
+        &folder_text,
+    ]);
+    assert_eq!(code, 1, "{text}");
+    let shrunk = folder.join("partition-before-append.PROJECT-1.json");
+    let written = std::fs::read_to_string(&shrunk).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    assert!(!written.contains("\"net\""), "{written}");
+    let shrunk_text = shrunk.display().to_string();
+    let (code, text) = agentsim(&["run", &shrunk_text, "--mutant", "projection-slices-messages"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("PROJECT-1"), "{text}");
 }
 
 #[test]
