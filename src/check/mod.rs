@@ -264,8 +264,10 @@ pub fn check_all(scenario: &Scenario, trace: &Trace, store: &[SessionEntry]) -> 
     let mut violations = Vec::new();
     for rule in catalogue() {
         let mut found = (rule.checker)(&timeline);
-        found.sort_by(|a, b| a.lines.cmp(&b.lines));
-        violations.extend(found);
+        if !found.is_empty() {
+            found.sort_by(|a, b| a.lines.cmp(&b.lines));
+            violations.append(&mut found);
+        }
     }
     violations
 }

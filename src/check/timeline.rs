@@ -185,8 +185,9 @@ pub struct Timeline<'a> {
 /// more than the run itself.
 #[derive(Default)]
 struct Shared<'a> {
-    /// The merged system prompt every request must carry.
-    system_prompt: OnceCell<Option<String>>,
+    /// The merged system prompt every request must carry: lent from the first request when
+    /// it carries it, else built.
+    system_prompt: OnceCell<Option<Cow<'a, str>>>,
     /// For each request, in order, the messages it must carry when the trace fixes them
     /// (`check::project::expected_request_messages`).
     request_messages: OnceCell<Vec<Option<Vec<Cow<'a, Message>>>>>,
@@ -455,15 +456,23 @@ impl<'a> Timeline<'a> {
             .get_or_init(|| self.scenario.tools.iter().map(|tool| tool.spec()).collect())
     }
 
-    /// The merged system prompt every request must carry (derived once).
+    /// The merged system prompt every request must carry (derived once). When the first
+    /// request carries exactly that text (compared piece by piece), it is lent from the trace
+    /// rather than merged again.
     pub fn expected_system_prompt(&self) -> Option<&str> {
         self.shared
             .system_prompt
             .get_or_init(|| {
-                crate::model::merge_system_prompt(
-                    self.scenario.config.system_prompt.as_deref(),
-                    &self.scenario.resources,
-                )
+                let configured = self.scenario.config.system_prompt.as_deref();
+                let resources = &self.scenario.resources;
+                match self.requests.first() {
+                    Some(first)
+                        if crate::model::is_merged_system_prompt(first.system_prompt, configured, resources) =>
+                    {
+                        first.system_prompt.map(Cow::Borrowed)
+                    }
+                    _ => crate::model::merge_system_prompt(configured, resources).map(Cow::Owned),
+                }
             })
             .as_deref()
     }

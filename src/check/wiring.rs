@@ -87,9 +87,25 @@ pub fn inactive_skill_body_never_sent(timeline: &Timeline<'_>) -> Vec<Violation>
     if bodies.is_empty() {
         return violations;
     }
+    // Requests mostly carry one system prompt: each distinct text is searched once (the search
+    // costs more than comparing the texts).
+    let mut searched: Vec<(&str, Vec<bool>)> = Vec::new();
     for request in &timeline.requests {
-        for (name, body) in &bodies {
-            let in_prompt = request.system_prompt.is_some_and(|prompt| prompt.contains(body));
+        let in_prompts = match request.system_prompt {
+            None => None,
+            Some(prompt) => {
+                let index = match searched.iter().position(|(text, _)| *text == prompt) {
+                    Some(index) => index,
+                    None => {
+                        searched.push((prompt, bodies.iter().map(|(_, body)| prompt.contains(body)).collect()));
+                        searched.len() - 1
+                    }
+                };
+                Some(&searched[index].1)
+            }
+        };
+        for (index, (name, body)) in bodies.iter().enumerate() {
+            let in_prompt = in_prompts.is_some_and(|found| found[index]);
             if in_prompt || request.messages.iter().any(|message| message_contains(message, body)) {
                 violations.push(Violation::new(
                     "WIRE-3.a",

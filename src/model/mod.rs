@@ -22,5 +22,7 @@ pub use message::{
     UserContent, UserMessage,
 };
 pub use path::{path_to, path_to_borrowed, PathError};
-pub use resources::{format_resource_context, merge_system_prompt, Instruction, Resources, Skill};
+pub use resources::{
+    format_resource_context, is_merged_system_prompt, merge_system_prompt, Instruction, Resources, Skill,
+};
 pub use tools::{json_kind, validate_arguments, ToolRegistry, ToolSpec};

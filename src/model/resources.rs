@@ -84,6 +84,51 @@ pub fn merge_system_prompt(configured: Option<&str>, resources: &Resources) -> O
     }
 }
 
+/// Whether `text` is `merge_system_prompt(configured, resources)`, compared piece by piece
+/// without building the merged text: what a checker asks of every run, where the merge itself
+/// would be a copy of the scenario's resources per run.
+pub fn is_merged_system_prompt(text: Option<&str>, configured: Option<&str>, resources: &Resources) -> bool {
+    let configured = configured.filter(|text| !text.trim().is_empty());
+    let Some(mut rest) = text else {
+        return configured.is_none() && resources.is_empty();
+    };
+    // Consumes `piece` from the front of `rest`, if it is there.
+    let mut eat = |piece: &str| match rest.strip_prefix(piece) {
+        Some(after) => {
+            rest = after;
+            true
+        }
+        None => false,
+    };
+    let mut any = false;
+    if let Some(configured) = configured {
+        if !eat(configured) {
+            return false;
+        }
+        any = true;
+    }
+    if !resources.is_empty() {
+        if any && !eat("\n\n") {
+            return false;
+        }
+        if !eat("# Pi resources") {
+            return false;
+        }
+        for instruction in &resources.instructions {
+            if !(eat("\n") && eat(instruction.content.trim_end())) {
+                return false;
+            }
+        }
+        for skill in &resources.skills {
+            if !(eat("\n") && eat(&skill.name) && eat(": ") && eat(&skill.description)) {
+                return false;
+            }
+        }
+        any = true;
+    }
+    any && rest.is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +230,33 @@ mod tests {
              ## Skill review\nREVIEW BODY\n## Skill test\nTEST BODY"
         );
         assert!(!formatted.contains("PLAN BODY"));
+    }
+
+    #[test]
+    fn is_merged_agrees_with_the_merge() {
+        let catalogs = [
+            Resources::default(),
+            review_resources(),
+            Resources {
+                instructions: vec![instruction("A  \n"), instruction("B")],
+                skills: vec![skill("s", "", "BODY"), skill("t", "T", "")],
+            },
+        ];
+        let configured = [None, Some(""), Some("  "), Some("BASE"), Some(" BASE \n")];
+        for resources in &catalogs {
+            for prompt in configured {
+                let merged = merge_system_prompt(prompt, resources);
+                assert!(is_merged_system_prompt(merged.as_deref(), prompt, resources));
+                for other in catalogs
+                    .iter()
+                    .flat_map(|other| configured.map(|text| merge_system_prompt(text, other)))
+                {
+                    let same = other == merged;
+                    assert_eq!(is_merged_system_prompt(other.as_deref(), prompt, resources), same);
+                }
+                let longer = format!("{}x", merged.as_deref().unwrap_or_default());
+                assert!(!is_merged_system_prompt(Some(&longer), prompt, resources));
+            }
+        }
     }
 }
