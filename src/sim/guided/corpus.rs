@@ -74,9 +74,9 @@ impl CorpusSearch {
     /// Feeds back the schedule of scenario `index`; returns whether it reached something no
     /// schedule of that scenario reached before.
     pub fn feedback(&mut self, index: usize, scenario: &Scenario, outcome: &RunOutcome) -> bool {
-        let (features, windows_seen) = coverage_features(scenario, outcome);
-        let corpus_novel = self.count(&features);
-        let novel = self.searches[index].feedback_features(scenario, outcome, &features, windows_seen);
+        let coverage = coverage_features(scenario, outcome);
+        let corpus_novel = self.count(&coverage.features);
+        let novel = self.searches[index].feedback_features(scenario, outcome, &coverage);
         match corpus_novel {
             // A pair new to the corpus is no longer worth the most anywhere.
             true => {

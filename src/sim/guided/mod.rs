@@ -20,7 +20,11 @@
 //!   scenario reached, else with weight falling with how many schedules reached that (kind,
 //!   window) pair and how often aiming at it failed (a window that never opens for that
 //!   operation fades), so unreached pairs go first and the rest are spread evenly, not
-//!   geometrically;
+//!   geometrically. An operation aims only at windows some schedule saw open before its
+//!   delivery (operations go in file order, so the first one meets nothing), with the windows
+//!   the script predicts for it tried once each as guesses. An aim the operations before it
+//!   made impossible, its window closed before its turn came ([`Turn`]), counts half a miss,
+//!   and the operation then goes at once rather than holding the ones after it;
 //! - **keeps a pool** of schedules that reached something new; one schedule in eight continues
 //!   a cut of one of them at random, and one in eight starts afresh, uniform random;
 //! - **shares the schedules by energy** over a corpus ([`CorpusSearch`]): a scenario's energy
@@ -164,6 +168,30 @@ pub struct Tracker {
     requests: usize,
     /// Appends since the last model request.
     run_appends: usize,
+    /// Per delivered operation (file order), the windows it could not have met and those it
+    /// could: see [`Turn`].
+    turns: Vec<Turn>,
+    /// The windows open at some point since the last delivery.
+    since_turn: u32,
+    /// The windows open at some point before the last delivery.
+    seen_at_turn: u32,
+}
+
+/// The windows around one operation's turn (from the delivery of the operation before it to
+/// its own): those open only before its turn could not be met, however long it waited, because
+/// an earlier operation went late; those open during its turn could.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Turn {
+    before: u32,
+    during: u32,
+}
+
+impl Turn {
+    /// Whether a planned aim at `target` that missed was blocked by the operations before it:
+    /// the window opened before the operation's turn and never during it.
+    fn blocked(self, target: usize) -> bool {
+        target != IDLE && self.during & (1 << target) == 0 && self.before & (1 << target) != 0
+    }
 }
 
 /// How many chunks the world's script streams for each model request of `scenario`.
@@ -177,8 +205,11 @@ fn scripted_chunks(scenario: &Scenario) -> Vec<usize> {
 /// request (and its chunks) when the model has a response, later requests when it has more
 /// than one, hooks around tools when an extension and a tool call are scripted, a write when
 /// an operation is a mode, a notification when an observer listens, a queued prompt when two
-/// operations start runs, and a run's appends. A prediction: a planned schedule that aims at a
-/// window that never opens records a miss, and the window fades.
+/// operations start runs, and a run's appends. A prediction, for the first schedule: after it,
+/// an operation aims at the windows some schedule saw open before its delivery, and at a
+/// predicted window never seen there only once, as a guess ([`Freshness::Guessed`]): the first
+/// operation never meets a write, the second prompt of two never meets a later request of the
+/// first's run.
 pub fn predicted_windows(scenario: &Scenario) -> u32 {
     let window = |name: &str| 1u32 << WINDOWS.iter().position(|window| *window == name).expect("a window");
     let mut mask = 0;
@@ -260,6 +291,11 @@ impl Tracker {
             .any(|window| mask & (1 << window) != 0 && !reached.contains(&feature(ANSWERED_IN, kind, window)))
     }
 
+    /// Whether `target` was open before the latest delivery and has not been open since.
+    fn passed(&self, target: usize) -> bool {
+        target < WINDOWS.len() && self.seen_at_turn & (1 << target) != 0 && self.since_turn & (1 << target) == 0
+    }
+
     fn is_open(&self, target: usize) -> bool {
         match target {
             IDLE => false,
@@ -288,8 +324,18 @@ impl Tracker {
     }
 
     pub fn observe(&mut self, event: &Event) {
+        if let Event::Deliver { .. } = event {
+            self.turns.push(Turn {
+                before: self.seen_at_turn,
+                during: self.since_turn | self.mask(),
+            });
+            self.seen_at_turn = self.windows_seen;
+            self.since_turn = 0;
+        }
         self.track(event);
-        self.windows_seen |= self.mask();
+        let mask = self.mask();
+        self.windows_seen |= mask;
+        self.since_turn |= mask;
     }
 
     fn track(&mut self, event: &Event) {
@@ -409,6 +455,9 @@ impl Strategy for GuidedRun {
             // later opening instead (a window met twice, say the second after hook of a run).
             Some((EAGER, _)) => 0,
             Some((target, fresh)) if self.tracker.is_open(target) && (fresh || self.rng.below(2) == 0) => 0,
+            // Its window opened only before its turn: the operations before it went late, so
+            // go now rather than hold the ones after it too.
+            Some((target, true)) if self.tracker.passed(target) => 0,
             Some(_) => self.pick_answer(choices, 1),
             None if !self.targets.is_empty() && !matches!(choices[0], Choice::Deliver { .. }) => {
                 self.pick_answer(choices, 0)
@@ -429,6 +478,10 @@ impl Strategy for GuidedRun {
 enum Freshness {
     /// Reached by some schedule, or aimed at and missed: weighted by how often.
     Known,
+    /// Never seen open before the operation's delivery, but predicted from the script or seen
+    /// later in a run, and never aimed at: a guess, tried once each when nothing better is
+    /// left.
+    Guessed,
     /// Neither reached nor aimed at by this scenario's schedules.
     ToScenario,
     /// Also reached by no schedule of any scenario (in a corpus search).
@@ -447,8 +500,13 @@ pub struct GuidedSearch {
     chunks: Vec<usize>,
     /// Per feature, the schedules that reached it.
     reached: Counts,
-    /// Per (operation, target), how often a planned schedule aimed there and missed.
+    /// Per (operation, target), how often a planned schedule aimed there and missed though the
+    /// window opened in the operation's turn, or never opened before its delivery.
     missed: BTreeMap<(usize, usize), u32>,
+    /// Per (operation, target), how often a planned schedule aimed there and the operations
+    /// before it went so late that the window had closed before its turn ([`Turn::blocked`]):
+    /// two count as one miss.
+    blocked: BTreeMap<(usize, usize), u32>,
     /// The targets of the schedule handed out last, if it was planned.
     planned: Vec<usize>,
     /// Whether the last planned schedule aimed at a pair never reached nor aimed at.
@@ -458,6 +516,8 @@ pub struct GuidedSearch {
     /// Every window some schedule of the search saw open (or the scenario's script predicts):
     /// what a target may be.
     windows_seen: u32,
+    /// Per operation, every window some schedule saw open before the operation's delivery.
+    before_delivery: Vec<u32>,
     /// The features exactly one schedule reached (for the Good-Turing estimate).
     singletons: u64,
     /// The schedules fed back.
@@ -475,10 +535,12 @@ impl GuidedSearch {
             chunks: Vec::new(),
             reached: BTreeMap::new(),
             missed: BTreeMap::new(),
+            blocked: BTreeMap::new(),
             planned: Vec::new(),
             planned_fresh: true,
             pool: Vec::new(),
             windows_seen: 0,
+            before_delivery: Vec::new(),
             singletons: 0,
             fed: 0,
         }
@@ -544,6 +606,18 @@ impl GuidedSearch {
                     .collect();
                 self.planned = targets.iter().map(|(target, _)| *target).collect();
                 self.planned_fresh = targets.iter().any(|(_, fresh)| *fresh);
+                // An operation goes at the first opening of a window it never met here.
+                let targets = targets
+                    .into_iter()
+                    .enumerate()
+                    .map(|(op, (target, _))| {
+                        let unmet = target < TARGETS
+                            && !self
+                                .reached
+                                .contains_key(&feature(DELIVERED_IN, self.kinds[op], target));
+                        (target, unmet)
+                    })
+                    .collect();
                 let answers_reached = self
                     .reached
                     .range(feature(ANSWERED_IN, 0, 0)..feature(ANSWERED_IN + 1, 0, 0))
@@ -584,12 +658,18 @@ impl GuidedSearch {
         let kind = self.kinds[op];
         let targets: Vec<Option<(Freshness, u64, u64)>> = (0..TARGETS)
             .map(|target| {
-                let seen = target == IDLE || self.windows_seen & (1 << target) != 0;
-                seen.then(|| {
+                let bit = 1 << target;
+                // A window seen open before this operation's delivery, or only predicted (or
+                // seen later in a run) and never aimed at: a guess, tried once among the known.
+                let confirmed = target == IDLE || self.target_windows(op) & bit != 0;
+                let guessed = !confirmed && self.windows_seen & bit != 0 && !self.missed.contains_key(&(op, target));
+                (confirmed || guessed).then(|| {
                     let pair = feature(DELIVERED_IN, kind, target);
                     let reached = u64::from(*self.reached.get(&pair).unwrap_or(&0));
-                    let missed = u64::from(*self.missed.get(&(op, target)).unwrap_or(&0));
+                    let missed = u64::from(*self.missed.get(&(op, target)).unwrap_or(&0))
+                        + u64::from(*self.blocked.get(&(op, target)).unwrap_or(&0)) / 2;
                     let freshness = match (reached, missed) {
+                        (0, 0) if guessed => Freshness::Guessed,
                         (0, 0) if corpus.is_some_and(|corpus| !corpus.contains_key(&pair)) => Freshness::ToCorpus,
                         (0, 0) => Freshness::ToScenario,
                         _ => Freshness::Known,
@@ -618,6 +698,15 @@ impl GuidedSearch {
         (weights, best)
     }
 
+    /// The windows operation `op` may aim at: before any feedback, the windows predicted or
+    /// seen; after, those some schedule saw open before the operation's delivery.
+    fn target_windows(&self, op: usize) -> u32 {
+        match self.fed {
+            0 => self.windows_seen,
+            _ => self.before_delivery.get(op).copied().unwrap_or(0),
+        }
+    }
+
     /// How much this scenario's next planned schedule can still find, for a corpus search to
     /// share its schedules by: per operation, its fresh targets (a pair new to the corpus
     /// counts [`CORPUS_FRESH`] times one new to the scenario), else one; plus the Good-Turing
@@ -629,7 +718,7 @@ impl GuidedSearch {
                 let fresh = weights.iter().filter(|weight| **weight > 0).count() as u64;
                 match freshness {
                     Freshness::ToCorpus => CORPUS_FRESH * fresh,
-                    Freshness::ToScenario => fresh,
+                    Freshness::ToScenario | Freshness::Guessed => fresh,
                     Freshness::Known => 1,
                 }
             })
@@ -648,22 +737,23 @@ impl GuidedSearch {
 
     /// Feeds back one finished schedule; returns whether it reached something new.
     pub fn feedback(&mut self, scenario: &Scenario, outcome: &RunOutcome) -> bool {
-        let (features, windows_seen) = coverage_features(scenario, outcome);
-        self.feedback_features(scenario, outcome, &features, windows_seen)
+        let coverage = coverage_features(scenario, outcome);
+        self.feedback_features(scenario, outcome, &coverage)
     }
 
-    fn feedback_features(
-        &mut self,
-        scenario: &Scenario,
-        outcome: &RunOutcome,
-        features: &BTreeSet<u64>,
-        windows_seen: u32,
-    ) -> bool {
+    fn feedback_features(&mut self, scenario: &Scenario, outcome: &RunOutcome, coverage: &Coverage) -> bool {
+        let features = &coverage.features;
         if self.kinds.is_empty() {
             self.chunks = scripted_chunks(scenario);
             self.kinds = operation_kinds(scenario);
         }
-        self.windows_seen |= windows_seen;
+        self.windows_seen |= coverage.windows_seen;
+        if self.before_delivery.len() < self.kinds.len() {
+            self.before_delivery.resize(self.kinds.len(), 0);
+        }
+        for (windows, turn) in self.before_delivery.iter_mut().zip(&coverage.turns) {
+            *windows |= turn.before | turn.during;
+        }
         self.fed += 1;
         let mut novel = false;
         for feature in features {
@@ -679,9 +769,14 @@ impl GuidedSearch {
             *count += 1;
         }
         for (op, target) in self.planned.iter().enumerate().filter(|(_, target)| **target != EAGER) {
-            if !features.contains(&feature(DELIVERED_IN, self.kinds[op], *target)) {
-                *self.missed.entry((op, *target)).or_insert(0) += 1;
+            if features.contains(&feature(DELIVERED_IN, self.kinds[op], *target)) {
+                continue;
             }
+            let misses = match coverage.turns.get(op).is_some_and(|turn| turn.blocked(*target)) {
+                true => &mut self.blocked,
+                false => &mut self.missed,
+            };
+            *misses.entry((op, *target)).or_insert(0) += 1;
         }
         if novel {
             self.pool
@@ -711,7 +806,7 @@ fn operation_kinds(scenario: &Scenario) -> Vec<usize> {
 
 /// What a trace covered: the windows its deliveries and answers met, its rule situations and
 /// its interleaving pairs; and the windows it saw open.
-pub fn coverage_features(scenario: &Scenario, outcome: &RunOutcome) -> (BTreeSet<u64>, u32) {
+pub fn coverage_features(scenario: &Scenario, outcome: &RunOutcome) -> Coverage {
     let mut tracker = Tracker::new(scenario);
     for event in &outcome.trace.events {
         tracker.observe(event);
@@ -728,7 +823,20 @@ pub fn coverage_features(scenario: &Scenario, outcome: &RunOutcome) -> (BTreeSet
             .into_iter()
             .map(|index| feature(PAIR, index, 0)),
     );
-    (features, tracker.windows_seen)
+    Coverage {
+        features,
+        windows_seen: tracker.windows_seen,
+        turns: tracker.turns,
+    }
+}
+
+/// What one schedule covered ([`coverage_features`]).
+pub struct Coverage {
+    pub features: BTreeSet<u64>,
+    /// Every window that was open at some point.
+    pub windows_seen: u32,
+    /// Per delivered operation, the windows around its turn.
+    pub turns: Vec<Turn>,
 }
 
 #[cfg(test)]
@@ -771,6 +879,39 @@ mod tests {
         assert_eq!(first[0], random);
     }
 
+    /// The prompt queued behind a print mode never meets a queued prompt (it is the second) nor
+    /// a later request (the mode's run makes one request), though the script predicts both:
+    /// each is aimed at once, as a guess, and never again; the mode, first, meets nothing.
+    #[test]
+    fn a_window_never_open_before_an_operation_is_aimed_at_once() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/modes/sink-error-while-next-prompt-runs.json");
+        let scenario = crate::scenario::load(&path, "sink-error-while-next-prompt-runs", crate::check::RULE_IDS)
+            .expect("the scenario loads")
+            .scenario;
+        let window = |name: &str| WINDOWS.iter().position(|window| *window == name).expect("a window");
+        let mut search = GuidedSearch::for_scenario(5, &scenario);
+        let mut aims: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+        for _ in 0..60 {
+            let mut run = search.next_run();
+            for (op, target) in search.planned.iter().enumerate() {
+                *aims.entry((op, *target)).or_insert(0) += 1;
+            }
+            let mut subject = ReferenceSubject::new();
+            let outcome = simulate_with(&scenario, &mut subject, &mut run, false).expect("the reference runs");
+            search.feedback(&scenario, &outcome);
+        }
+        for name in ["queued", "later-request"] {
+            let aimed = aims.get(&(1, window(name))).copied().unwrap_or(0);
+            assert!(aimed <= 1, "the prompt aimed at {name} {aimed} times");
+        }
+        let mode_aims: u32 = (0..WINDOWS.len()).filter_map(|target| aims.get(&(0, target))).sum();
+        assert!(
+            mode_aims <= WINDOWS.len() as u32,
+            "the mode aimed at a window {mode_aims} times"
+        );
+    }
+
     /// The planned schedules aim each operation at the windows the first one saw open: within
     /// a few schedules the flush lands in the after hook, which uniform choices reach about
     /// once in twenty schedules of this scenario.
@@ -784,7 +925,7 @@ mod tests {
             let mut subject = ReferenceSubject::new();
             let outcome = simulate_with(&scenario, &mut subject, &mut run, false).expect("the reference runs");
             search_state.feedback(&scenario, &outcome);
-            let (features, _) = coverage_features(&scenario, &outcome);
+            let features = coverage_features(&scenario, &outcome).features;
             let after_hook = WINDOWS
                 .iter()
                 .position(|window| *window == "after-hook")
