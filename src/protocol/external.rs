@@ -210,8 +210,9 @@ impl ExternalSubject {
     /// message). A recoverable one from an adapter that serves many runs ends only the run: the
     /// kit reads the `idle` that ends the answer, takes the run's stderr, writes `reset` and keeps
     /// the process for the next run, as after a run that ended well. Any other kills the process.
-    /// The verdict is the same either way; so is a recoverable error whose adapter then breaks
-    /// the protocol (the process is killed, and the next run starts a new one).
+    /// The verdict is the same either way; a recoverable error whose adapter then breaks the
+    /// protocol (no `idle`, more after it, a wrong answer to `reset`) adds what broke it to the
+    /// same text, and the process is killed (the next run starts a new one).
     fn reported_error(&mut self, text: String, recoverable: bool) -> SubjectFailure {
         if !recoverable || !self.reusable() {
             return self.malformed(text);
@@ -242,20 +243,27 @@ impl ExternalSubject {
         self.run_live = false;
         self.send(&KitMessage::Reset {});
         let deadline = Instant::now() + self.step_timeout;
-        match self.read_message("`idle` after `reset`", deadline) {
-            Ok(AdapterMessage::Idle {}) => self.reset_pending = Some(self.run_name.take()),
-            Ok(_) => {
+        let breach = match self.read_message("`idle` after `reset`", deadline) {
+            Ok(AdapterMessage::Idle {}) => {
+                self.reset_pending = Some(self.run_name.take());
+                String::new()
+            }
+            Ok(other) => {
                 // Not the reset's answer: the process is not trusted with another run.
                 self.failed = true;
                 if let Some(process) = &mut self.process {
                     process.kill();
                 }
+                format!(
+                    " (marked recoverable; then it answered `reset` with `{}`)",
+                    other.type_name()
+                )
             }
             // Killed already: the next run starts a new process.
-            Err(_) => {}
-        }
+            Err(failure) => format!(" (marked recoverable; then its `reset` failed: {failure})"),
+        };
         AdapterFailure::Malformed {
-            message: text,
+            message: format!("{text}{breach}"),
             trace_line: None,
             stderr_tail,
         }

@@ -640,6 +640,24 @@ fn a_recoverable_error_breaks_its_run_and_the_process_serves_the_next() {
     );
     assert!(garbage.stdout.ends_with("21 passed, 1 failed\n"), "{}", garbage.stdout);
     assert_eq!(processes, 2, "a process that breached the protocol serves no other run");
+    // Marked recoverable, then a wrong answer to the kit's `reset`: the breach joins the verdict.
+    let (bad_reset, processes) = breaks_run("bad-reset", "1");
+    assert!(
+        bad_reset.stdout.contains(
+            "fixture.hang: the runtime did not return (marked recoverable; then it answered `reset` with `error`) (subject.malformed)"
+        ),
+        "{}",
+        bad_reset.stdout
+    );
+    assert!(
+        bad_reset.stdout.ends_with("21 passed, 1 failed\n"),
+        "{}",
+        bad_reset.stdout
+    );
+    assert_eq!(
+        processes, 2,
+        "a process that answered `reset` wrongly serves no other run"
+    );
 }
 
 #[test]
