@@ -18,7 +18,9 @@ protocol, so that an adapter is only the *mapping* between the kit and a runtime
   effect is ``input.unknown_effect``, one of the wrong kind ``input.wrong_completion``;
 - the ``ids`` and ``clock`` rules as per-run helpers (``self.ids.next()``, ``self.clock.now()``);
 - ``reset`` (protocol 2), a ``start`` while a run is live (reset, then start), ``shutdown`` and
-  end of input (exit 0).
+  end of input (exit 0);
+- a run the mapping cannot go on with in a sound process (:class:`RunBroken`): an ``error``
+  marked ``recoverable`` (protocol 2), the run discarded, the process kept for the next run.
 
 The mapping subclasses :class:`Adapter` and implements ``start(scenario)`` and
 ``operation(op, operation)`` (plain or ``async``), and optionally ``hello()`` and ``reset()``.
@@ -72,6 +74,7 @@ __all__ = [
     "Started",
     "RestoreFailed",
     "Rejected",
+    "RunBroken",
     "ProtocolUsageError",
     "IdRule",
     "ClockRule",
@@ -119,6 +122,9 @@ COMPLETIONS_FOR_EFFECT: Mapping[str, Tuple[str, ...]] = {
 RUN_REASONS: Tuple[str, ...] = ("stop", "length", "error", "aborted", "max_steps")
 
 _LOG_PREFIX = "[agentsim_adapter]"
+#: The longest ``message`` the SDK writes in an ``error`` line of the mapping's (as the JavaScript
+#: SDK: the rest is cut).
+_ERROR_MESSAGE_MAX = 100_000
 _U32_MAX = 2**32 - 1
 _U64_MAX = 2**64 - 1
 
@@ -228,6 +234,25 @@ class Rejected(Exception):
     @property
     def cause(self) -> Cause:
         return {"code": self.code, "message": self.message}
+
+
+class RunBroken(Exception):
+    """Raise it from ``start`` or ``operation`` (or their coroutines) when the runtime cannot go
+    on with this run but the process is sound: say, a walk of the runtime's that the adapter
+    stopped at a time limit, whose stack was unwound, so that nothing of it runs on. The SDK
+    writes an ``error`` line marked ``recoverable`` with ``code`` and ``message``, discards the
+    run (nothing it does afterwards reaches the kit) and ends the turn with ``idle``; the kit
+    reports the run broken, writes ``reset`` and serves the next run on this process instead of
+    starting a new one. Under protocol 1 (no ``reset``) the turn ends with an unmarked ``error``
+    instead of ``idle``, as for the mapping's other errors, and the kit stops the process.
+
+    Not for a runtime that still runs (a thread the adapter gave up on): it would run on into
+    the next run. Let such an error end the process (any other exception)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
 
 
 @dataclass
@@ -1448,6 +1473,28 @@ class _Driver:
         self.note(f"{where} raised:\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
         self.fail("adapter.exception", f"{where} raised {type(error).__name__}: {error}")
 
+    def break_run(self, run: Optional[_Run], error: RunBroken) -> None:
+        """The mapping cannot go on with ``run``, the process can (:class:`RunBroken`): the
+        reason on stderr, an ``error`` line marked ``recoverable`` queued in the turn, and the
+        run discarded, so that nothing it does afterwards is written; the turn ends with
+        ``idle`` as usual. Once per run: a run already discarded (broken before, or reset) is
+        left as it is. Under protocol 1 the turn ends with the (unmarked) error instead."""
+        if run is None or run.discard or run is not self.run:
+            return
+        code = str(error.code)
+        message = str(error.message)[:_ERROR_MESSAGE_MAX]
+        if self.protocol < 2:
+            self.note(f"broken run: {code}: {message} (protocol 1 has no `reset`: the turn ends with this error)")
+            self.fail(code, message)
+        elif self.turn_error is not None:
+            self.note(f"broken run: {code}: {message} (not written: the turn already ends with `{self.turn_error[0]}`)")
+        else:
+            self.note(f"broken run: {code}: {message}")
+            self.emit({"type": "error", "code": code, "message": message, "recoverable": True})
+        run.discard = True
+        # Lines acknowledged while the runtime was blocked in effect_sync belong to this run.
+        self.deferred.clear()
+
     # -- the main loop ----------------------------------------------------------------------
 
     def serve(self) -> int:
@@ -1530,8 +1577,13 @@ class _Driver:
             self.end_turn()
             return False
         run = self.run
-        if run is None or run.start_answered != "started":
-            what = "before `start`" if run is None else "after `restore_failed`"
+        if run is None or run.discard or run.start_answered != "started":
+            if run is None:
+                what = "before `start`"
+            elif run.discard:
+                what = "after the run broke (before `reset`)"
+            else:
+                what = "after `restore_failed`"
             self.write_error("input.out_of_turn", f"`{kind}` {what}")
             return False
         try:
@@ -1589,6 +1641,9 @@ class _Driver:
         error = context.get("exception")
         if isinstance(error, _Abandoned) or (self.run is not None and self.run.discard):
             return
+        if "handle" in context and isinstance(error, RunBroken):
+            self.break_run(self.run, error)
+            return
         if "handle" in context and isinstance(error, Exception):
             self.fail_exception(f"a callback ({context.get('message', '')})", error)
             return
@@ -1598,11 +1653,19 @@ class _Driver:
         self.note(f"{context.get('message', 'asyncio')}{detail}")
 
     def _guarded(self, function: Callable[..., Any], *args: Any) -> None:
+        run = self.run
         try:
             function(*args)
         except _Abandoned:
             pass
+        except RunBroken as error:
+            self.break_run(run, error)
         except Exception as error:
+            if run is not None and run.discard:
+                # A broken run's callbacks may still run in its last turn; nothing of them is
+                # the kit's.
+                self.note(f"a discarded run's {getattr(function, '__qualname__', repr(function))} raised {type(error).__name__}: {error}")
+                return
             self.fail_exception(getattr(function, "__qualname__", repr(function)), error)
 
     def end_turn(self) -> None:
@@ -1613,9 +1676,9 @@ class _Driver:
             self.outbox.clear()
             return
         run = self.run
-        if self.turn_error is None and run is not None and run.start_answered is None:
+        if self.turn_error is None and run is not None and not run.discard and run.start_answered is None:
             self.fail("adapter.no_start_result", "start() finished without `started` or `restore_failed`")
-        if self.turn_error is None and run is not None:
+        if self.turn_error is None and run is not None and not run.discard:
             self.diagnose(run)
         self.write_turn_end()
 
@@ -1686,7 +1749,7 @@ class _Driver:
         assert run is not None
         self.turn_deadline = run.loop.time() + self.adapter.timer_horizon
         self.drain()
-        while self.deferred and self.abandon is None and self.run is run:
+        while self.deferred and self.abandon is None and self.run is run and not run.discard:
             self.schedule(self.deferred.popleft())
             self.drain()
 
@@ -1721,28 +1784,37 @@ class _Driver:
     # -- calling the mapping ----------------------------------------------------------------
 
     def invoke_start(self, scenario: Scenario) -> None:
+        run = self.run
+        assert run is not None
         try:
             result = self.adapter.start(scenario)
         except _Abandoned:
             return
+        except RunBroken as error:
+            self.break_run(run, error)
+            return
         except Exception as error:
-            self.fail_exception("start()", error)
+            if not run.discard:
+                self.fail_exception("start()", error)
             return
         if inspect.isawaitable(result):
-            run = self.run
-            assert run is not None
             task = asyncio.ensure_future(result)
             run.tasks.add(task)
             task.add_done_callback(run.tasks.discard)
-            task.add_done_callback(lambda done: self._guarded(self._start_done, done))
-        else:
+            task.add_done_callback(lambda done: self._guarded(self._start_done, run, done))
+        elif not run.discard:
             self.take_start_result(result)
 
-    def _start_done(self, task: "asyncio.Future[Any]") -> None:
+    def _start_done(self, run: _Run, task: "asyncio.Future[Any]") -> None:
         if task.cancelled():
             return
         error = task.exception()
         if isinstance(error, _Abandoned):
+            return
+        if isinstance(error, RunBroken):
+            self.break_run(run, error)
+            return
+        if run.discard:
             return
         if error is not None:
             self.fail_exception("start()", error)
@@ -1760,6 +1832,7 @@ class _Driver:
             raise ProtocolUsageError(f"start() returned {type(result).__name__}; expected Started, RestoreFailed or None")
 
     def invoke_operation(self, op: int, operation: Operation) -> None:
+        run = self.run
         try:
             result = self.adapter.operation(op, operation)
         except _Abandoned:
@@ -1767,11 +1840,14 @@ class _Driver:
         except Rejected as rejection:
             self.settle(op, {"status": "rejected", "cause": rejection.cause})
             return
+        except RunBroken as error:
+            self.break_run(run, error)
+            return
         except Exception as error:
-            self.fail_exception(f"operation({op}, {operation['op']})", error)
+            if run is None or not run.discard:
+                self.fail_exception(f"operation({op}, {operation['op']})", error)
             return
         if inspect.isawaitable(result):
-            run = self.run
             assert run is not None
             task = asyncio.ensure_future(self._settle_when_done(run, op, operation, result))
             run.tasks.add(task)
@@ -1792,6 +1868,9 @@ class _Driver:
                 self._guarded(self.settle, op, {"status": "rejected", "cause": rejection.cause})
             return
         except (_Abandoned, asyncio.CancelledError):
+            return
+        except RunBroken as error:
+            self.break_run(run, error)
             return
         except Exception as error:
             if not run.discard:
@@ -1870,6 +1949,10 @@ class _Driver:
                         self._guarded(on_chunk, text)
                     for callback in effect._chunk_callbacks:
                         self._guarded(callback, text)
+                    if run.discard:
+                        # A chunk callback broke the run (RunBroken): unwind the blocked
+                        # runtime now; the turn ends as usual once its stack is gone.
+                        raise _Abandoned()
                     self.write_turn_end()
                     continue
                 run.pending.pop(effect.id, None)

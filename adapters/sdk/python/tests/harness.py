@@ -18,6 +18,7 @@ SDK = os.path.dirname(TESTS)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(SDK)))
 TEMPLATE = os.path.join(SDK, "template_adapter.py")
 SYNC_FIXTURE = os.path.join(TESTS, "fixtures", "sync_adapter.py")
+BREAKING_FIXTURE = os.path.join(TESTS, "fixtures", "breaking_adapter.py")
 
 if SDK not in sys.path:
     sys.path.insert(0, SDK)
@@ -169,13 +170,14 @@ class AdapterProcess:
                 raise AssertionError(f"unsolicited output after idle: {extra!r}")
 
     def read_turn(self, silence: float = 0.05) -> List[str]:
-        """Lines up to and including `idle` or `error`; then checks that nothing follows."""
+        """Lines up to and including `idle` or `error` (an `error` marked `recoverable` is
+        followed by `idle`); then checks that nothing follows."""
         lines = []
         while True:
             line = self.read_line()
             lines.append(line)
-            kind = json.loads(line)["type"]
-            if kind in ("idle", "error"):
+            message = json.loads(line)
+            if message["type"] == "idle" or (message["type"] == "error" and message.get("recoverable") is not True):
                 break
         self.assert_silent(silence)
         return lines
