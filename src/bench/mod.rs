@@ -62,7 +62,10 @@ pub fn schedules_per_second(scenario: &Scenario, window: Duration, check: bool) 
 /// One random schedule of `scenario` under `seed`, on the reference, every rule checked when
 /// `check`: what `explore` does per schedule.
 fn random_run(scenario: &Scenario, seed: u64, check: bool) {
-    let mut subject = ReferenceSubject::new();
+    scheduled_run(scenario, seed, check, ReferenceSubject::new());
+}
+
+fn scheduled_run(scenario: &Scenario, seed: u64, check: bool, mut subject: ReferenceSubject) {
     let outcome =
         simulate_with(scenario, &mut subject, &mut Random::new(seed), false).expect("the reference never breaks");
     if check {
@@ -71,14 +74,16 @@ fn random_run(scenario: &Scenario, seed: u64, check: bool) {
     }
 }
 
-/// The three rates of one scenario side by side: random schedules with every rule checked,
-/// the same with the trace only, and the bare core. They are measured interleaved, a batch of
-/// each in turn until `window` has passed for each, so a change of the machine's load during
-/// the measurement weighs on the three alike and their ratios stay honest.
+/// The rates of one scenario side by side: random schedules with every rule checked, the same
+/// with the trace only, the trace only without the reference's self-check (what the scheduler
+/// and its fakes cost on their own), and the bare core. They are measured interleaved, a batch
+/// of each in turn until `window` has passed for each, so a change of the machine's load
+/// during the measurement weighs on all alike and their ratios stay honest.
 #[derive(Debug, Clone, Copy)]
 pub struct SideBySide {
     pub checked: Rate,
     pub trace_only: Rate,
+    pub unchecked_reference: Rate,
     pub bare: Rate,
 }
 
@@ -92,6 +97,11 @@ impl SideBySide {
     pub fn trace_over_bare(&self) -> f64 {
         self.bare.per_second() / self.trace_only.per_second().max(1e-9)
     }
+
+    /// Time per traced schedule without the reference's self-check over time per bare run.
+    pub fn unchecked_reference_over_bare(&self) -> f64 {
+        self.bare.per_second() / self.unchecked_reference.per_second().max(1e-9)
+    }
 }
 
 pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
@@ -99,7 +109,7 @@ pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
     let mut rates = [Rate {
         runs: 0,
         elapsed: Duration::ZERO,
-    }; 3];
+    }; 4];
     let mut seed = 0;
     while rates.iter().any(|rate| rate.elapsed < window) {
         for (kind, rate) in rates.iter_mut().enumerate() {
@@ -108,6 +118,7 @@ pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
                 match kind {
                     0 => random_run(scenario, seed, true),
                     1 => random_run(scenario, seed, false),
+                    2 => scheduled_run(scenario, seed, false, ReferenceSubject::without_self_check()),
                     _ => bare_run(scenario),
                 }
                 seed += 1;
@@ -116,10 +127,11 @@ pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
             rate.runs += BATCH;
         }
     }
-    let [checked, trace_only, bare] = rates;
+    let [checked, trace_only, unchecked_reference, bare] = rates;
     SideBySide {
         checked,
         trace_only,
+        unchecked_reference,
         bare,
     }
 }

@@ -215,20 +215,19 @@ pub fn settlement_is_allowed(timeline: &Timeline<'_>) -> Vec<Violation> {
         };
         let state = state_of(timeline, info, settled);
         let allowed = allowed(Kind::of(info.operation), state);
-        let (admitted, got) = match settlement {
-            Settlement::Resolved(value) => (
-                allowed.resolved == Some(Value::of(value)),
-                format!("resolved with {}", Value::of(value).words()),
-            ),
-            Settlement::Rejected(cause) => (
-                allowed
-                    .rejected
-                    .iter()
-                    .any(|reason| reason_matches(timeline, info, *reason, cause)),
-                format!("rejected {}: {}", cause.code, cause.message),
-            ),
+        let admitted = match settlement {
+            Settlement::Resolved(value) => allowed.resolved == Some(Value::of(value)),
+            Settlement::Rejected(cause) => allowed
+                .rejected
+                .iter()
+                .any(|reason| reason_matches(timeline, info, *reason, cause)),
         };
         if !admitted {
+            // Spelled only for a violation: a passing run builds no text.
+            let got = match settlement {
+                Settlement::Resolved(value) => format!("resolved with {}", Value::of(value).words()),
+                Settlement::Rejected(cause) => format!("rejected {}: {}", cause.code, cause.message),
+            };
             let clause = match settlement {
                 Settlement::Resolved(_) => "SETTLE-1.a",
                 Settlement::Rejected(_) => "SETTLE-1.b",

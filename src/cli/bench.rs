@@ -105,6 +105,11 @@ pub fn run_bench(args: BenchArgs) -> u8 {
             rates.trace_only,
             rates.trace_over_bare(),
         ),
+        (
+            "trace only, no self-check:           ",
+            rates.unchecked_reference,
+            rates.unchecked_reference_over_bare(),
+        ),
         ("bare core, immediate driver:         ", rates.bare, 1.0),
     ] {
         println!(
@@ -115,9 +120,10 @@ pub fn run_bench(args: BenchArgs) -> u8 {
         );
     }
     println!(
-        "checked / bare: {:.2}x; trace only / bare: {:.2}x (measured interleaved, {:.1} s each)",
+        "checked / bare: {:.2}x; trace only / bare: {:.2}x; without the self-check: {:.2}x (measured interleaved, {:.1} s each)",
         rates.checked_over_bare(),
         rates.trace_over_bare(),
+        rates.unchecked_reference_over_bare(),
         window.as_secs_f64()
     );
     let checked = rates.checked;

@@ -101,7 +101,7 @@ impl RestoreError {
 pub enum InputError {
     #[error("{0} is not a pending effect")]
     UnknownEffect(EffectId),
-    #[error("{effect} is a {expected}; it cannot be completed with {got}")]
+    #[error("{effect} is a pending {expected}; it cannot be completed with {got}")]
     CompletionMismatch {
         effect: EffectId,
         expected: &'static str,
