@@ -8,13 +8,15 @@
 //! - `check-session` on generated session files of a given length: time and peak memory of a
 //!   child process (`session.rs`);
 //! - how the cost grows with the scenario's size and the exploration's length: schedules per
-//!   second and peak memory, each point a child process (`growth.rs`).
+//!   second and peak memory, each point a child process (`growth.rs`);
+//! - what each rule's checker costs on one scenario's traces (`rules.rs`).
 
 use std::time::{Duration, Instant};
 
 use crate::check;
 pub mod compare;
 pub mod growth;
+pub mod rules;
 pub mod session;
 pub mod stress;
 

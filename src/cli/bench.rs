@@ -62,6 +62,10 @@ pub struct BenchArgs {
     /// With `--growth`: the longest exploration (a power of ten from 10^3).
     #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1_000..=100_000_000))]
     growth_schedules: u64,
+    /// Only what each rule's checker costs on `--scenario`'s traces (64 random schedules),
+    /// beside `check_all` on the same traces, for `--seconds`.
+    #[arg(long)]
+    rule_costs: bool,
 }
 
 pub fn run_bench(args: BenchArgs) -> u8 {
@@ -73,6 +77,9 @@ pub fn run_bench(args: BenchArgs) -> u8 {
     }
     if args.growth {
         return growth(&args);
+    }
+    if args.rule_costs {
+        return rule_costs(&args);
     }
     let load = |path: &PathBuf| match suite::load_corpus(std::slice::from_ref(path)) {
         Ok(mut corpus) if !corpus.is_empty() => Ok(corpus.remove(0)),
@@ -620,5 +627,54 @@ fn growth(args: &BenchArgs) -> u8 {
         }
         schedules *= 10;
     }
+    EXIT_PASSED
+}
+
+fn rule_costs(args: &BenchArgs) -> u8 {
+    let scenario = match suite::load_corpus(std::slice::from_ref(&args.scenario)) {
+        Ok(mut corpus) if !corpus.is_empty() => corpus.remove(0),
+        Ok(_) => {
+            eprintln!("agentsim: {}: no scenario", args.scenario.display());
+            return EXIT_BAD_INPUT;
+        }
+        Err(error) => {
+            eprintln!("agentsim: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let window = Duration::from_secs_f64(args.seconds.max(0.1));
+    let costs = crate::bench::rules::rule_costs(&scenario.scenario, window);
+    println!(
+        "rule costs: one thread, `{}`, {} random schedules (seeds 0 to {}, {:.1} events each), {} rounds in {:.1} s",
+        scenario.name,
+        costs.traces,
+        costs.traces - 1,
+        costs.events_per_trace,
+        costs.rounds,
+        window.as_secs_f64()
+    );
+    let share = |nanos: f64| 100.0 * nanos / costs.check_all.max(1e-9);
+    println!("{:<16} {:>9.0} ns per trace", "check_all", costs.check_all);
+    println!(
+        "{:<16} {:>9.0} ns per trace  {:>5.1}% of check_all",
+        "the parts, summed",
+        costs.parts(),
+        share(costs.parts())
+    );
+    println!(
+        "{:<16} {:>9.0} ns per trace  {:>5.1}%",
+        "Timeline::new",
+        costs.timeline,
+        share(costs.timeline)
+    );
+    for rule in &costs.rules {
+        println!(
+            "{:<16} {:>9.0} ns per trace  {:>5.1}%",
+            rule.id,
+            rule.nanos_per_trace,
+            share(rule.nanos_per_trace)
+        );
+    }
+    println!("(a rule first to use what the timeline derives lazily pays for it, as in check_all)");
     EXIT_PASSED
 }
