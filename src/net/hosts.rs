@@ -10,7 +10,8 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use turmoil::net::{TcpListener, TcpStream};
@@ -51,7 +52,7 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-async fn write_line(stream: &mut (impl AsyncWriteExt + Unpin), value: &Value) -> std::io::Result<()> {
+async fn write_line(stream: &mut (impl AsyncWriteExt + Unpin), value: &impl Serialize) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     line.push(b'\n');
     stream.write_all(&line).await?;
@@ -60,6 +61,19 @@ async fn write_line(stream: &mut (impl AsyncWriteExt + Unpin), value: &Value) ->
 
 /// The next line as JSON; `None` at end of stream.
 async fn read_line(reader: &mut (impl AsyncBufReadExt + Unpin)) -> std::io::Result<Option<Value>> {
+    read_typed(reader).await
+}
+
+/// The next line parsed straight into `T` (no `Value` in between); `None` at end of stream.
+async fn read_typed<T: DeserializeOwned>(reader: &mut (impl AsyncBufReadExt + Unpin)) -> std::io::Result<Option<T>> {
+    match read_raw(reader).await? {
+        Some(line) => serde_json::from_str(&line).map(Some).map_err(std::io::Error::other),
+        None => Ok(None),
+    }
+}
+
+/// The next line, unparsed; `None` at end of stream.
+async fn read_raw(reader: &mut (impl AsyncBufReadExt + Unpin)) -> std::io::Result<Option<String>> {
     let mut line = String::new();
     if reader.read_line(&mut line).await? == 0 {
         return Ok(None);
@@ -67,7 +81,45 @@ async fn read_line(reader: &mut (impl AsyncBufReadExt + Unpin)) -> std::io::Resu
     if line.len() > LINE_MAX {
         return Err(std::io::Error::other(format!("an RPC line of {} bytes", line.len())));
     }
-    serde_json::from_str(&line).map(Some).map_err(std::io::Error::other)
+    Ok(Some(line))
+}
+
+/// A store request as the store host reads it: `{"op":"append","entry":{..}}` or `{"op":"read"}`.
+#[derive(Deserialize)]
+struct StoreRequest {
+    op: String,
+    #[serde(default)]
+    entry: Option<SessionEntry>,
+}
+
+/// An append as the runtime host writes it (the same bytes as `{"op":"append","entry":..}`).
+#[derive(Serialize)]
+struct AppendRequest<'a> {
+    op: &'static str,
+    entry: &'a SessionEntry,
+}
+
+/// The store's answer to a read, written without an intermediate `Value`.
+#[derive(Serialize)]
+struct ReadAnswer<'a> {
+    entries: &'a [SessionEntry],
+}
+
+/// A model request as the runtime host writes it: `{"request":{..}}`.
+#[derive(Serialize)]
+struct ModelCall<'a> {
+    request: &'a ModelRequest,
+}
+
+/// One line of the model's stream: `start`, `chunk` or `final`.
+#[derive(Deserialize)]
+struct ModelLine {
+    #[serde(default)]
+    start: Option<Value>,
+    #[serde(default)]
+    chunk: Option<Value>,
+    #[serde(default, rename = "final")]
+    last: Option<AssistantMessage>,
 }
 
 // ----- the store host -----
@@ -127,9 +179,9 @@ fn open_store(shared: &Shared, scenario: &Scenario, sync: SyncPolicy) -> OpenedS
                     for entry in &scenario.session {
                         store.append(entry).map_err(|error| store_cause(&error))?;
                     }
-                    FileStore::open(SimDisk, path, sync)
-                        .map(|(store, _)| store)
-                        .map_err(|error| store_cause(&error))
+                    // Synced line by line, so the file holds what the store holds.
+                    store.set_sync_policy(sync);
+                    Ok(store)
                 });
             shared.borrow_mut().push(Event::StoreOpened {
                 at_ms,
@@ -151,12 +203,11 @@ async fn serve_store(
 ) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    while let Some(request) = read_line(&mut reader).await? {
-        match request.get("op").and_then(Value::as_str) {
-            Some("append") => {
+    while let Some(request) = read_typed::<StoreRequest>(&mut reader).await? {
+        match request.op.as_str() {
+            "append" => {
                 let entry = request
-                    .get("entry")
-                    .and_then(|value| SessionEntry::deserialize(value).ok())
+                    .entry
                     .ok_or_else(|| std::io::Error::other("an append without a valid entry"))?;
                 let fault = {
                     let mut record = shared.borrow_mut();
@@ -188,13 +239,20 @@ async fn serve_store(
                     None => answer_append(&mut write, &store, &entry).await?,
                 }
             }
-            Some("read") => {
+            "read" => {
                 // Read the file itself, not the server's memory: what a new runtime would find.
-                let answer = match FileStore::open(SimDisk, SESSION_FILE, sync) {
-                    Ok((_, opened)) => json!({"entries": opened.entries}),
-                    Err(error) => json!({"error": store_cause(&error)}),
-                };
-                write_line(&mut write, &answer).await?;
+                match FileStore::open(SimDisk, SESSION_FILE, sync) {
+                    Ok((_, opened)) => {
+                        write_line(
+                            &mut write,
+                            &ReadAnswer {
+                                entries: &opened.entries,
+                            },
+                        )
+                        .await?
+                    }
+                    Err(error) => write_line(&mut write, &json!({"error": store_cause(&error)})).await?,
+                }
             }
             _ => return Err(std::io::Error::other("an unknown store request")),
         }
@@ -253,7 +311,8 @@ pub(crate) async fn model_server(scenario: Rc<Scenario>) -> HostResult {
 async fn serve_model(stream: TcpStream, scenario: Rc<Scenario>, served: Rc<RefCell<usize>>) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    if read_line(&mut reader).await?.is_none() {
+    // The request is checked to be JSON and not otherwise read: the script answers it.
+    if read_typed::<IgnoredAny>(&mut reader).await?.is_none() {
         return Ok(());
     }
     let index = {
@@ -316,22 +375,21 @@ impl ModelService for NetModel {
             let timestamp = RefCell::new(fallback);
             let exchange = async {
                 let mut stream = TcpStream::connect((MODEL_HOST, MODEL_PORT)).await?;
-                write_line(&mut stream, &json!({ "request": request })).await?;
+                write_line(&mut stream, &ModelCall { request: &request }).await?;
                 let mut reader = BufReader::new(stream);
                 loop {
-                    let Some(line) = read_line(&mut reader).await? else {
+                    let Some(line) = read_typed::<ModelLine>(&mut reader).await? else {
                         return Err(std::io::Error::other(
                             "the model closed the stream before its final message",
                         ));
                     };
-                    if let Some(start) = line.get("start") {
+                    if let Some(start) = line.start {
                         *timestamp.borrow_mut() = start.get("timestamp").and_then(Value::as_u64).unwrap_or(fallback);
-                    } else if let Some(text) = line.get("chunk").and_then(Value::as_str) {
+                    } else if let Some(text) = line.chunk.as_ref().and_then(Value::as_str) {
                         streamed.borrow_mut().push_str(text);
                         chunks.send(text.to_string());
-                    } else if let Some(message) = line.get("final") {
-                        return serde_json::from_value::<AssistantMessage>(message.clone())
-                            .map_err(std::io::Error::other);
+                    } else if let Some(message) = line.last {
+                        return Ok(message);
                     }
                 }
             };
@@ -375,7 +433,14 @@ impl StoreService for NetStore {
             let sent = RefCell::new(false);
             let exchange = async {
                 let mut stream = TcpStream::connect((STORE_HOST, STORE_PORT)).await?;
-                write_line(&mut stream, &json!({"op": "append", "entry": entry})).await?;
+                write_line(
+                    &mut stream,
+                    &AppendRequest {
+                        op: "append",
+                        entry: &entry,
+                    },
+                )
+                .await?;
                 *sent.borrow_mut() = true;
                 let mut reader = BufReader::new(stream);
                 read_line(&mut reader).await
@@ -596,6 +661,30 @@ pub(crate) async fn runtime_client(
 
 // ----- the verifier -----
 
+/// The store's answer to a read: its entries, or the cause it could not read them.
+fn read_answer(line: &str) -> Result<Vec<SessionEntry>, Cause> {
+    /// The usual answer, parsed straight into entries; anything else goes through `Value`.
+    #[derive(Deserialize)]
+    struct Entries {
+        entries: Vec<SessionEntry>,
+    }
+    if let Ok(read) = serde_json::from_str::<Entries>(line) {
+        return Ok(read.entries);
+    }
+    let answer: Value =
+        serde_json::from_str(line).map_err(|error| Cause::new("store.unreachable", error.to_string()))?;
+    match answer.get("entries") {
+        Some(entries) => {
+            Vec::<SessionEntry>::deserialize(entries).map_err(|error| Cause::new("store.bad_entry", error.to_string()))
+        }
+        None => Err(answer
+            .get("error")
+            .cloned()
+            .and_then(|cause| serde_json::from_value::<Cause>(cause).ok())
+            .unwrap_or_else(|| Cause::new("store.bad_answer", answer.to_string()))),
+    }
+}
+
 /// Reads the session file back through the store and restores a new runtime from it at the
 /// last acknowledged leaf.
 pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> HostResult {
@@ -609,23 +698,13 @@ pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> H
         let mut stream = TcpStream::connect((STORE_HOST, STORE_PORT)).await?;
         write_line(&mut stream, &json!({"op": "read"})).await?;
         let mut reader = BufReader::new(stream);
-        read_line(&mut reader).await
+        read_raw(&mut reader).await
     };
-    let answer = match tokio::time::timeout(Duration::from_millis(IDLE_MS), read).await {
-        Ok(Ok(Some(answer))) => answer,
-        Ok(Ok(None)) => json!({"error": Cause::new("store.connection_lost", "no answer to the read")}),
-        Ok(Err(error)) => json!({"error": Cause::new("store.unreachable", error.to_string())}),
-        Err(_) => json!({"error": Cause::new("store.timeout", "no answer to the read")}),
-    };
-    let entries: Result<Vec<SessionEntry>, Cause> = match answer.get("entries") {
-        Some(entries) => {
-            Vec::<SessionEntry>::deserialize(entries).map_err(|error| Cause::new("store.bad_entry", error.to_string()))
-        }
-        None => Err(answer
-            .get("error")
-            .cloned()
-            .and_then(|cause| serde_json::from_value::<Cause>(cause).ok())
-            .unwrap_or_else(|| Cause::new("store.bad_answer", answer.to_string()))),
+    let entries = match tokio::time::timeout(Duration::from_millis(IDLE_MS), read).await {
+        Ok(Ok(Some(line))) => read_answer(&line),
+        Ok(Ok(None)) => Err(Cause::new("store.connection_lost", "no answer to the read")),
+        Ok(Err(error)) => Err(Cause::new("store.unreachable", error.to_string())),
+        Err(_) => Err(Cause::new("store.timeout", "no answer to the read")),
     };
     let mut record = shared.borrow_mut();
     let (stored, outcome) = match entries {
@@ -644,4 +723,23 @@ pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> H
     };
     record.push(Event::Reopened { leaf, stored, outcome });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_answer_gives_the_entries_or_names_what_is_wrong_with_it() {
+        let entries = read_answer(r#"{"entries":[]}"#).expect("an empty session reads");
+        assert!(entries.is_empty());
+        let cause = read_answer(r#"{"error":{"code":"store.io","message":"disk gone"}}"#).unwrap_err();
+        assert_eq!((cause.code.as_str(), cause.message.as_str()), ("store.io", "disk gone"));
+        assert_eq!(
+            read_answer(r#"{"entries":[{"type":"message"}]}"#).unwrap_err().code,
+            "store.bad_entry"
+        );
+        assert_eq!(read_answer(r#"{"what":1}"#).unwrap_err().code, "store.bad_answer");
+        assert_eq!(read_answer("not json").unwrap_err().code, "store.unreachable");
+    }
 }

@@ -26,7 +26,8 @@ pub struct NetPlan {
     #[serde(default = "default_store_timeout")]
     pub store_timeout_ms: u64,
     /// How long the runtime waits for the model before the request ends with stop reason error
-    /// (default 500 ms).
+    /// (default 300 ms: longer than any seeded fault, 250 ms at most, so a partitioned model
+    /// times a request out however long the partition lasts).
     #[serde(default = "default_model_timeout")]
     pub model_timeout_ms: u64,
     #[serde(default)]
@@ -59,7 +60,7 @@ fn default_store_timeout() -> u64 {
 }
 
 fn default_model_timeout() -> u64 {
-    500
+    300
 }
 
 /// One planned change of the networked world: when it starts (`after` a trace condition, or

@@ -664,6 +664,11 @@ impl<D: Disk> FileStore<D> {
     pub fn sync_policy(&self) -> SyncPolicy {
         self.sync
     }
+
+    /// From now on, sync per `sync` (a file provisioned durably, then served as configured).
+    pub fn set_sync_policy(&mut self, sync: SyncPolicy) {
+        self.sync = sync;
+    }
 }
 
 /// One JSON line with its newline.
