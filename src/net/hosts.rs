@@ -208,7 +208,7 @@ async fn serve_store(
             "append" => {
                 let entry = request
                     .entry
-                    .ok_or_else(|| std::io::Error::other("an append without a valid entry"))?;
+                    .ok_or_else(|| std::io::Error::other("an append without an entry"))?;
                 let fault = {
                     let mut record = shared.borrow_mut();
                     record.appends_seen += 1;
@@ -741,5 +741,28 @@ mod tests {
         );
         assert_eq!(read_answer(r#"{"what":1}"#).unwrap_err().code, "store.bad_answer");
         assert_eq!(read_answer("not json").unwrap_err().code, "store.unreachable");
+    }
+
+    #[test]
+    fn typed_rpc_lines_are_the_bytes_the_json_values_were() {
+        let entry: SessionEntry = serde_json::from_str(
+            r#"{"type":"message","id":"e1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",
+                "message":{"role":"user","content":"hi","timestamp":1767225600000}}"#,
+        )
+        .expect("a user message entry");
+        let append = AppendRequest {
+            op: "append",
+            entry: &entry,
+        };
+        assert_eq!(
+            serde_json::to_string(&append).unwrap(),
+            json!({"op": "append", "entry": entry}).to_string()
+        );
+        let entries = [entry.clone(), entry];
+        let read = ReadAnswer { entries: &entries };
+        assert_eq!(
+            serde_json::to_string(&read).unwrap(),
+            json!({ "entries": entries }).to_string()
+        );
     }
 }
