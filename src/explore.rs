@@ -386,14 +386,17 @@ fn run_net_one(
         seeded_faults: true,
         ..crate::net::NetOptions::default()
     };
-    let replay = ReplaySpec {
-        world: crate::replay::ReplayWorld::NetSeeded,
-        mutant: implementation.mutant_name().map(str::to_string),
-        implementation: implementation.adapter_command(),
-        judging: summary.selection.flags(),
-        ..ReplaySpec::new(loaded.path.clone(), StrategyKind::Random, seed)
-    }
-    .command();
+    let judging = summary.selection.flags();
+    let replay = || {
+        ReplaySpec {
+            world: crate::replay::ReplayWorld::NetSeeded,
+            mutant: implementation.mutant_name().map(str::to_string),
+            implementation: implementation.adapter_command(),
+            judging,
+            ..ReplaySpec::new(loaded.path.clone(), StrategyKind::Random, seed)
+        }
+        .command()
+    };
     let mut run_world = |options: &crate::net::NetOptions| crate::net::run_net(&loaded.scenario, options, &mut subject);
     let outcome = match run_world(&options) {
         Ok(crate::net::NetRun {
@@ -475,10 +478,12 @@ impl ExploreSummary {
 
     /// Counts one schedule: passed when the selected rules found nothing, else a failure with
     /// its replay and its violations, root cause first.
+    /// Counts one schedule's verdict; `replay` spells its replay command, asked for only when
+    /// the schedule failed (a passing schedule, nearly every one, never builds it).
     fn record(
         &mut self,
         loaded: &LoadedScenario,
-        replay: String,
+        replay: impl FnOnce() -> String,
         mut violations: Vec<Violation>,
         broken: Option<SubjectFailure>,
         outcome: Option<&RunOutcome>,
@@ -494,6 +499,7 @@ impl ExploreSummary {
         if let Some(counter) = &self.failure_counter {
             counter.fetch_add(1, Ordering::Relaxed);
         }
+        let replay = replay();
         self.failed += 1;
         self.tally.add(&loaded.name, &violations, None);
         if let Some(broken) = &broken {
@@ -570,7 +576,6 @@ fn run_one(
         }
         .command()
     };
-    let replay = spec(choices);
     let (guided, guided_run, mut enumerated) = match schedule {
         Schedule::Guided { search, index, run } => (Some((search, index)), Some(run), None),
         Schedule::Enumerated(run) => (None, None, Some(run)),
@@ -613,7 +618,7 @@ fn run_one(
             return None;
         }
         Err(failure) => {
-            summary.record(loaded, replay, Vec::new(), Some(failure), None);
+            summary.record(loaded, || spec(choices), Vec::new(), Some(failure), None);
             return None;
         }
     };
@@ -625,12 +630,12 @@ fn run_one(
         return Some(outcome);
     }
     // A fixed-choice or guided run replays with the whole sequence it took.
-    let replay = match by_choices {
+    let replay = || match by_choices {
         true => {
             let taken: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
             spec(Some(&taken))
         }
-        false => replay,
+        false => spec(choices),
     };
     let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
     summary.count_situations(loaded, &outcome);

@@ -122,30 +122,30 @@ impl SessionEntry {
             Some(_) => return Err("field `parentId`: must be a string or null".into()),
             None => return Err("field `parentId`: missing".into()),
         };
-        let rest = || {
-            let mut rest = object.clone();
-            for key in ["type", "id", "parentId", "timestamp"] {
-                rest.remove(key);
-            }
-            Value::Object(rest)
-        };
-        let metadata = || Metadata { fields: object.clone() };
+        // The object is spent on the body: moved, never copied.
+        let mut object = object;
+        let metadata = |object: Map<String, Value>| Metadata { fields: object };
         let body = match kind.as_str() {
             "message" => {
-                let message = object.get("message").cloned().ok_or("field `message`: missing")?;
+                let message = object.remove("message").ok_or("field `message`: missing")?;
                 let message = serde_json::from_value(message).map_err(|error| format!("field `message`: {error}"))?;
                 EntryBody::Message { message }
             }
             "compaction" => {
-                EntryBody::Compaction(serde_json::from_value(rest()).map_err(|error| format!("compaction: {error}"))?)
+                for key in ["type", "id", "parentId", "timestamp"] {
+                    object.shift_remove(key);
+                }
+                EntryBody::Compaction(
+                    serde_json::from_value(Value::Object(object)).map_err(|error| format!("compaction: {error}"))?,
+                )
             }
-            "branch_summary" => EntryBody::BranchSummary(metadata()),
-            "model_change" => EntryBody::ModelChange(metadata()),
-            "thinking_level_change" => EntryBody::ThinkingLevelChange(metadata()),
-            "custom" => EntryBody::Custom(metadata()),
-            "custom_message" => EntryBody::CustomMessage(metadata()),
-            "label" => EntryBody::Label(metadata()),
-            "session_info" => EntryBody::SessionInfo(metadata()),
+            "branch_summary" => EntryBody::BranchSummary(metadata(object)),
+            "model_change" => EntryBody::ModelChange(metadata(object)),
+            "thinking_level_change" => EntryBody::ThinkingLevelChange(metadata(object)),
+            "custom" => EntryBody::Custom(metadata(object)),
+            "custom_message" => EntryBody::CustomMessage(metadata(object)),
+            "label" => EntryBody::Label(metadata(object)),
+            "session_info" => EntryBody::SessionInfo(metadata(object)),
             other => return Err(format!("field `type`: unknown entry type `{other}`")),
         };
         Ok(SessionEntry {
@@ -167,8 +167,22 @@ fn identity_field(object: &mut Map<String, Value>, key: &str, entry: &SessionEnt
 }
 
 impl Serialize for SessionEntry {
+    /// A message entry is written straight from its fields (the bytes `to_object` would give,
+    /// without building the message as a `Value` first); every other kind through `to_object`.
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_object().serialize(serializer)
+        use serde::ser::SerializeMap;
+        match &self.body {
+            EntryBody::Message { message } => {
+                let mut map = serializer.serialize_map(Some(5))?;
+                map.serialize_entry("type", self.kind())?;
+                map.serialize_entry("id", &self.id)?;
+                map.serialize_entry("parentId", &self.parent_id)?;
+                map.serialize_entry("timestamp", &self.timestamp)?;
+                map.serialize_entry("message", message)?;
+                map.end()
+            }
+            _ => self.to_object().serialize(serializer),
+        }
     }
 }
 
@@ -307,5 +321,56 @@ mod tests {
         assert_eq!(iso_timestamp(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso_timestamp(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
         assert_eq!(iso_timestamp(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    /// A compaction with Pi's optional fields writes back in the order it was read.
+    #[test]
+    fn a_compaction_writes_back_in_the_order_it_was_read() {
+        let line = r#"{"type":"compaction","id":"c1","parentId":"e1","timestamp":"2026-01-01T00:00:00.000Z","summary":"s","firstKeptEntryId":"e1","tokensBefore":7,"details":{"a":1},"fromHook":false}"#;
+        let entry: SessionEntry = serde_json::from_str(line).expect("a compaction");
+        assert_eq!(serde_json::to_string(&entry).unwrap(), line);
+    }
+
+    /// Every entry of every scenario's session: the direct serialization of a message entry
+    /// writes the bytes that serializing `to_object` writes.
+    #[test]
+    fn an_entry_serializes_to_the_bytes_of_its_object() {
+        let mut files = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios"
+        ))];
+        let (mut messages, mut others) = (0, 0);
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|entry| entry.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|extension| extension != "json") {
+                continue;
+            }
+            let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let Some(Value::Array(session)) = scenario.get("session") else {
+                continue;
+            };
+            for value in session {
+                let Ok(entry) = serde_json::from_value::<SessionEntry>(value.clone()) else {
+                    continue;
+                };
+                match entry.body {
+                    EntryBody::Message { .. } => messages += 1,
+                    _ => others += 1,
+                }
+                assert_eq!(
+                    serde_json::to_string(&entry).unwrap(),
+                    serde_json::to_string(&Value::Object(entry.to_object())).unwrap(),
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+        assert!(
+            messages > 100 && others > 0,
+            "{messages} message entries, {others} others"
+        );
     }
 }
