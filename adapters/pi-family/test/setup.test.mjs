@@ -14,7 +14,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -22,8 +22,16 @@ const KIT = process.env.AGENTSIM_BIN || path.join(REPO_ROOT, "target", "release"
 const SCENARIO = "scenarios/wiring/walkthrough.json";
 const BUN = path.join(REPO_ROOT, "adapters", "oh-my-pi", "node_modules", ".bin", "bun");
 
+/** Temporary folders (install prefixes, HOMEs), removed when the tests end. */
+const temporaryRoots = [];
+after(() => {
+    for (const root of temporaryRoots) fs.rmSync(root, { recursive: true, force: true });
+});
+
 function temporaryRoot() {
-    return fs.mkdtempSync(path.join(os.tmpdir(), "agentsim-setup-test-"));
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "agentsim-setup-test-"));
+    temporaryRoots.push(root);
+    return root;
 }
 
 /** A package under root/node_modules whose entry module throws when imported. */
