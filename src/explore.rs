@@ -477,9 +477,8 @@ impl ExploreSummary {
     }
 
     /// Counts one schedule: passed when the selected rules found nothing, else a failure with
-    /// its replay and its violations, root cause first.
-    /// Counts one schedule's verdict; `replay` spells its replay command, asked for only when
-    /// the schedule failed (a passing schedule, nearly every one, never builds it).
+    /// its replay and its violations, root cause first. `replay` spells the replay command and
+    /// is asked only of a failure (a passing schedule, nearly every one, never builds it).
     fn record(
         &mut self,
         loaded: &LoadedScenario,
