@@ -3,7 +3,8 @@
 //! - schedules per second on one scenario under the random strategy, on one thread, with and
 //!   without checking every rule, beside the bare reference core driven by a minimal
 //!   immediate driver (no scheduler, no trace) on the same scenario, measured interleaved:
-//!   the ratios to the bare core are the cost of the scheduler and of the checkers;
+//!   the ratios to the bare core are the cost of the scheduler and of the checkers; checked
+//!   schedules whose trace is checked a second time give the checkers' cost with warm caches;
 //! - the time to enumerate every schedule of a scenario exhaustively;
 //! - `check-session` on generated session files of a given length: time and peak memory of a
 //!   child process (`session.rs`);
@@ -76,17 +77,47 @@ fn scheduled_run(scenario: &Scenario, seed: u64, check: bool, mut subject: Refer
     }
 }
 
+/// A checked random schedule whose trace is then checked a second time: the second check finds
+/// the checkers' code and the trace in the caches, so the difference to a checked schedule is
+/// what the checkers' own work costs, apart from fetching them cold after the run.
+fn checked_twice(scenario: &Scenario, seed: u64) {
+    let outcome = simulate_with(scenario, &mut ReferenceSubject::new(), &mut Random::new(seed), false)
+        .expect("the reference never breaks");
+    for _ in 0..2 {
+        let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+        assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");
+    }
+}
+
 /// The rates of one scenario side by side: random schedules with every rule checked, the same
 /// with the trace only, the trace only without the reference's self-check (what the scheduler
-/// and its fakes cost on their own), and the bare core. They are measured interleaved, a batch
-/// of each in turn until `window` has passed for each, so a change of the machine's load
-/// during the measurement weighs on all alike and their ratios stay honest.
+/// and its fakes cost on their own), the bare core, and checked schedules whose trace is
+/// checked a second time (for the checkers' cost with warm caches). They are measured
+/// interleaved, a batch of each in turn until `window` has passed for each, so a change of the
+/// machine's load during the measurement weighs on all alike and their ratios stay honest.
 #[derive(Debug, Clone, Copy)]
 pub struct SideBySide {
     pub checked: Rate,
     pub trace_only: Rate,
     pub unchecked_reference: Rate,
     pub bare: Rate,
+    pub checked_twice: Rate,
+}
+
+/// Where the time of one checked schedule goes, in microseconds, by differences of the rates
+/// measured side by side (each difference carries the noise of two measurements).
+#[derive(Debug, Clone, Copy)]
+pub struct CheckedRunParts {
+    /// The bare core's run.
+    pub core: f64,
+    /// The scheduler, its fakes and the trace, beyond the core.
+    pub scheduler: f64,
+    /// The reference's self-check.
+    pub self_check: f64,
+    /// Every rule's checker, run on the fresh trace after the run.
+    pub checkers: f64,
+    /// The same checkers on the same trace again, with the caches warm.
+    pub checkers_warm: f64,
 }
 
 impl SideBySide {
@@ -104,6 +135,18 @@ impl SideBySide {
     pub fn unchecked_reference_over_bare(&self) -> f64 {
         self.bare.per_second() / self.unchecked_reference.per_second().max(1e-9)
     }
+
+    /// The checked schedule's time, part by part.
+    pub fn parts(&self) -> CheckedRunParts {
+        let micros = |rate: Rate| 1e6 / rate.per_second().max(1e-9);
+        CheckedRunParts {
+            core: micros(self.bare),
+            scheduler: micros(self.unchecked_reference) - micros(self.bare),
+            self_check: micros(self.trace_only) - micros(self.unchecked_reference),
+            checkers: micros(self.checked) - micros(self.trace_only),
+            checkers_warm: micros(self.checked_twice) - micros(self.checked),
+        }
+    }
 }
 
 pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
@@ -111,7 +154,7 @@ pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
     let mut rates = [Rate {
         runs: 0,
         elapsed: Duration::ZERO,
-    }; 4];
+    }; 5];
     let mut seed = 0;
     while rates.iter().any(|rate| rate.elapsed < window) {
         for (kind, rate) in rates.iter_mut().enumerate() {
@@ -121,7 +164,8 @@ pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
                     0 => random_run(scenario, seed, true),
                     1 => random_run(scenario, seed, false),
                     2 => scheduled_run(scenario, seed, false, ReferenceSubject::without_self_check()),
-                    _ => bare_run(scenario),
+                    3 => bare_run(scenario),
+                    _ => checked_twice(scenario, seed),
                 }
                 seed += 1;
             }
@@ -129,12 +173,13 @@ pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
             rate.runs += BATCH;
         }
     }
-    let [checked, trace_only, unchecked_reference, bare] = rates;
+    let [checked, trace_only, unchecked_reference, bare, checked_twice] = rates;
     SideBySide {
         checked,
         trace_only,
         unchecked_reference,
         bare,
+        checked_twice,
     }
 }
 
@@ -254,5 +299,41 @@ pub fn exhaustive_time(loaded: &LoadedScenario, bound: u64, reduced: bool) -> En
         abandoned,
         covered: enumerator.covered(),
         elapsed: started.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rate(micros_per_run: u64) -> Rate {
+        Rate {
+            runs: 1_000,
+            elapsed: Duration::from_micros(micros_per_run * 1_000),
+        }
+    }
+
+    /// The parts are the differences of the rates, each named for what its rate adds, and they
+    /// add up to the checked schedule.
+    #[test]
+    fn a_checked_schedule_splits_into_the_differences_of_its_rates() {
+        let rates = SideBySide {
+            checked: rate(30),
+            trace_only: rate(18),
+            unchecked_reference: rate(16),
+            bare: rate(11),
+            checked_twice: rate(38),
+        };
+        let parts = rates.parts();
+        let close = |got: f64, expected: f64| (got - expected).abs() < 1e-6;
+        assert!(close(parts.core, 11.0), "{parts:?}");
+        assert!(close(parts.scheduler, 5.0), "{parts:?}");
+        assert!(close(parts.self_check, 2.0), "{parts:?}");
+        assert!(close(parts.checkers, 12.0), "{parts:?}");
+        assert!(close(parts.checkers_warm, 8.0), "{parts:?}");
+        assert!(close(
+            parts.core + parts.scheduler + parts.self_check + parts.checkers,
+            30.0
+        ));
     }
 }
