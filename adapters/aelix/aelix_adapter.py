@@ -52,6 +52,7 @@ from agentsim_adapter import (  # noqa: E402
     ProtocolUsageError,
     Rejected,
     RestoreFailed,
+    RunBroken,
     Started,
     run_result,
     serve,
@@ -578,9 +579,12 @@ class AelixAdapter(Adapter):
         except A["SessionError"] as error:
             return self._restore_failed(error, session_entries)
         except _WalkTimeout:
-            raise AelixHang(
+            # The timer's exception unwound the walk: nothing of it runs on, so only this run is
+            # broken and the process serves the next one (protocol 2's recoverable error).
+            raise RunBroken(
+                "aelix.hang",
                 f"Session.get_branch({leaf!r}) did not return within {WALK_SECONDS} s: aelix's "
-                "JsonlSessionStorage.get_path_to_root follows parent_id with no cycle detection"
+                "JsonlSessionStorage.get_path_to_root follows parent_id with no cycle detection",
             ) from None
         self.fs.restoring = False
         self.session = session
@@ -974,17 +978,15 @@ def compose_system_prompt(configured: Optional[str], resources: Dict[str, Any], 
 # ---------------------------------------------------------------------------------------------
 # aelix's tree walk (JsonlSessionStorage.get_path_to_root) has no cycle detection: on a parent
 # cycle it never returns (and its path list grows without bound). The walk runs under a timer;
-# when it trips, the run ends with the SDK's `adapter.exception` error naming the hang.
+# when it trips, the timer's exception unwinds the walk and the run ends with a recoverable
+# `aelix.hang` error naming the hang (RunBroken): the kit reports the run broken and keeps the
+# process for the next run.
 # ---------------------------------------------------------------------------------------------
 
 WALK_SECONDS = 2.0
 
 
 class _WalkTimeout(BaseException):
-    pass
-
-
-class AelixHang(Exception):
     pass
 
 
