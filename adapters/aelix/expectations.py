@@ -377,10 +377,10 @@ VERDICTS: Dict[tuple, str] = {
 
 #: Failing (scenario, rule) pairs that show only under exploration (`agentsim explore scenarios/
 #: --strategy pct --seeds 12 --impl "python3 adapters/aelix/adapter.py" --expect ...`; CI explores
-#: seeds 0 to 2), each with the message the exploration printed for it. They are classified like the pairs of the
-#: report (RULE_CAUSES, features, MESSAGE_HINTS) and written under `explored`, which `run` allows
-#: and `explore --expect` counts as listed. A pair exploration newly finds is reported UNEXPECTED
-#: there: add it here with its message.
+#: seeds 0 to 2), each with the message the exploration printed for it. They are classified like
+#: the pairs of the report (RULE_CAUSES, features, MESSAGE_HINTS) and written under `explored`,
+#: which `run` allows and `explore --expect` counts as listed. A pair exploration newly finds is
+#: reported UNEXPECTED there: add it here with its message.
 EXPLORED: List[tuple] = [
     ('agent/abort-after-last-chunk-closes-tool-calls', 'AGENT-5', 'tool call call-1 has 0 results in the transcript, expected 1'),
     ('agent/abort-after-last-chunk-closes-tool-calls', 'PERSIST-7', "entry `entry-2` was appended while op#1's agent run was still going"),
