@@ -65,25 +65,16 @@ pub fn schedules_per_second(scenario: &Scenario, window: Duration, check: bool) 
 /// One random schedule of `scenario` under `seed`, on the reference, every rule checked when
 /// `check`: what `explore` does per schedule.
 fn random_run(scenario: &Scenario, seed: u64, check: bool) {
-    scheduled_run(scenario, seed, check, ReferenceSubject::new());
+    scheduled_run(scenario, seed, u32::from(check), ReferenceSubject::new());
 }
 
-fn scheduled_run(scenario: &Scenario, seed: u64, check: bool, mut subject: ReferenceSubject) {
+/// One random schedule on `subject`, its trace then judged by every rule `checks` times. A
+/// second check finds the checkers' code and the trace in the caches, so checking twice less
+/// checking once is what the checkers' own work costs, apart from fetching them after the run.
+fn scheduled_run(scenario: &Scenario, seed: u64, checks: u32, mut subject: ReferenceSubject) {
     let outcome =
         simulate_with(scenario, &mut subject, &mut Random::new(seed), false).expect("the reference never breaks");
-    if check {
-        let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
-        assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");
-    }
-}
-
-/// A checked random schedule whose trace is then checked a second time: the second check finds
-/// the checkers' code and the trace in the caches, so the difference to a checked schedule is
-/// what the checkers' own work costs, apart from fetching them cold after the run.
-fn checked_twice(scenario: &Scenario, seed: u64) {
-    let outcome = simulate_with(scenario, &mut ReferenceSubject::new(), &mut Random::new(seed), false)
-        .expect("the reference never breaks");
-    for _ in 0..2 {
+    for _ in 0..checks {
         let violations = check::check_all(scenario, &outcome.trace, &outcome.store);
         assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");
     }
@@ -163,9 +154,9 @@ pub fn side_by_side(scenario: &Scenario, window: Duration) -> SideBySide {
                 match kind {
                     0 => random_run(scenario, seed, true),
                     1 => random_run(scenario, seed, false),
-                    2 => scheduled_run(scenario, seed, false, ReferenceSubject::without_self_check()),
+                    2 => scheduled_run(scenario, seed, 0, ReferenceSubject::without_self_check()),
                     3 => bare_run(scenario),
-                    _ => checked_twice(scenario, seed),
+                    _ => scheduled_run(scenario, seed, 2, ReferenceSubject::new()),
                 }
                 seed += 1;
             }
