@@ -36,7 +36,6 @@ import {
     streamFromKit,
     withOutputSink,
 } from "../pi-family/family.mjs";
-import { holdBunPendingWork } from "./bun-pending-work.mjs";
 
 const ADAPTER_DIR = path.dirname(fileURLToPath(import.meta.url));
 // AGENTSIM_OMP_ROOT: another install prefix (a folder holding node_modules), for oh-my-pi installed elsewhere.
@@ -66,8 +65,8 @@ delete process.env.COLORTERM;
 // and request ids, so the ids rule is read only when the id slice is taken.
 idsFromRule({ targets: [globalThis.crypto, nodeCrypto], idSlice: (start, end) => start === -8 && end === undefined, consume: "slice" });
 
-// Bun shows the SDK no I/O in flight: the adapter holds it (bun-pending-work.mjs).
-holdBunPendingWork();
+// Bun lists no pending work in process.getActiveResourcesInfo(): the SDK, loaded above (through
+// family.mjs) before oh-my-pi, tracks it itself (its README, "Quiescence").
 
 let omp;
 let ompAi;

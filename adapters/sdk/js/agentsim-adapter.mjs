@@ -1,4 +1,4 @@
-// agentsim adapter SDK for JavaScript (Node >= 20, ESM, no dependencies).
+// agentsim adapter SDK for JavaScript (Node >= 20 or Bun, ESM, no dependencies).
 //
 // An adapter lets the agentsim kit drive an agent runtime through the adapter protocol
 // (docs/protocol.md, version 1, and its version 2 delta: many runs per process, `reset`, the
@@ -20,8 +20,11 @@
 // the reference; agentsim-adapter.d.ts has the types; template-adapter.mjs is a working example.
 
 import fs from "node:fs";
+import fsPromises from "node:fs/promises";
 import module from "node:module";
 import timers from "node:timers";
+import timersPromises from "node:timers/promises";
+import util from "node:util";
 
 /** The newest protocol version this SDK speaks (the default in `hello`). */
 export const PROTOCOL_VERSION = 2;
@@ -177,6 +180,13 @@ process.stdout.write = function writeToStdoutSink(chunk, encodingOrCallback, cal
     if (done) queueMicrotask(() => done(null));
     return true;
 };
+
+// console's stdout methods format and write to the sink themselves: Node's would reach it through
+// process.stdout.write, but Bun's console writes to the descriptor directly.
+for (const name of ["log", "info", "debug"]) {
+    console[name] = (...args) => stdoutSink(`${util.format(...args)}\n`);
+}
+console.dir = (value, options) => stdoutSink(`${util.inspect(value, options)}\n`);
 
 // =============================================================================================
 // Input: one synchronous line reader, shared by the main loop and by synchronous effects
@@ -827,22 +837,40 @@ const REQUEST_NAME = /(Req|ReqWrap|ReqCallback|ReqPromise)$|^(WriteWrap|Shutdown
 // timers it did not see being created (timers/promises, internal ones) all count as pending.
 const backgroundTimers = new Set();
 
+/**
+ * Whether the JavaScript runtime lists its pending work in `process.getActiveResourcesInfo()`.
+ * Node does; Bun returns [] whatever is pending (Bun 1.4.5), so there the SDK counts what it can
+ * see being started: near timers, immediates, file-system calls, promise timers and Bun's own
+ * asynchronous I/O (`trackHiddenWork`).
+ */
+const RESOURCES_LISTED = (() => {
+    if (typeof process.getActiveResourcesInfo !== "function") return false;
+    const probe = realSetTimeout(() => {}, 60_000);
+    const listed = process.getActiveResourcesInfo().includes("Timeout");
+    globalThis.clearTimeout(probe);
+    return listed;
+})();
+/** Where resources are not listed: near timers and immediates scheduled and not yet run or cleared. */
+const nearTimers = new Set();
+const pendingImmediates = new Set();
+
 function wrapTimerFunctions() {
     const originalSetTimeout = globalThis.setTimeout;
     const originalSetInterval = globalThis.setInterval;
     const originalClearTimeout = globalThis.clearTimeout;
     const originalClearInterval = globalThis.clearInterval;
     function setTimeout(callback, delay, ...args) {
-        if (typeof callback !== "function" || !(Number(delay) > quiescence.timerHorizonMs)) {
-            return originalSetTimeout(callback, delay, ...args);
-        }
+        if (typeof callback !== "function") return originalSetTimeout(callback, delay, ...args);
+        const near = !(Number(delay) > quiescence.timerHorizonMs);
+        if (near && RESOURCES_LISTED) return originalSetTimeout(callback, delay, ...args);
+        const tracked = near ? nearTimers : backgroundTimers;
         let timer;
         const fire = function (...fireArgs) {
-            backgroundTimers.delete(timer);
+            tracked.delete(timer);
             return callback.apply(this, fireArgs);
         };
         timer = originalSetTimeout(fire, delay, ...args);
-        backgroundTimers.add(timer);
+        tracked.add(timer);
         return timer;
     }
     function setInterval(callback, delay, ...args) {
@@ -852,6 +880,7 @@ function wrapTimerFunctions() {
     }
     function clearTimeout(timer) {
         backgroundTimers.delete(timer);
+        nearTimers.delete(timer);
         return originalClearTimeout(timer);
     }
     function clearInterval(timer) {
@@ -869,9 +898,119 @@ function wrapTimerFunctions() {
     timers.setInterval = setInterval;
     timers.clearTimeout = clearTimeout;
     timers.clearInterval = clearInterval;
+    if (!RESOURCES_LISTED) {
+        const originalSetImmediate = globalThis.setImmediate;
+        const originalClearImmediate = globalThis.clearImmediate;
+        const setImmediate = function (callback, ...args) {
+            if (typeof callback !== "function") return originalSetImmediate(callback, ...args);
+            let immediate;
+            const run = function (...runArgs) {
+                pendingImmediates.delete(immediate);
+                return callback.apply(this, runArgs);
+            };
+            immediate = originalSetImmediate(run, ...args);
+            pendingImmediates.add(immediate);
+            return immediate;
+        };
+        const clearImmediate = function (immediate) {
+            pendingImmediates.delete(immediate);
+            return originalClearImmediate(immediate);
+        };
+        globalThis.setImmediate = setImmediate;
+        globalThis.clearImmediate = clearImmediate;
+        timers.setImmediate = setImmediate;
+        timers.clearImmediate = clearImmediate;
+    }
     module.syncBuiltinESMExports();
 }
 wrapTimerFunctions();
+
+/** `promise` counted as pending work of the current run until it settles. */
+function holdInRun(promise) {
+    const run = server.run;
+    if (run?.live) run.hold(Promise.resolve(promise).catch(() => {}));
+    return promise;
+}
+
+/** A promise timer: pending work when due within the horizon, background otherwise. */
+function heldTimer(promise, delay) {
+    return Number(delay ?? 0) <= quiescence.timerHorizonMs ? holdInRun(promise) : promise;
+}
+
+function holdPromiseFunctions(target, names) {
+    for (const name of names) {
+        const original = target[name];
+        if (typeof original !== "function") continue;
+        target[name] = function heldAsync(...args) {
+            return holdInRun(original.apply(this, args));
+        };
+    }
+}
+
+/** node:fs callback functions: held from the call until the callback runs. */
+function holdCallbackFunctions(target, names) {
+    for (const name of names) {
+        const original = target[name];
+        if (typeof original !== "function") continue;
+        const wrapped = function heldCallback(...args) {
+            const callbackAt = args.findLastIndex((arg) => typeof arg === "function");
+            if (callbackAt < 0) return original.apply(this, args);
+            let release;
+            holdInRun(new Promise((resolve) => (release = resolve)));
+            const callback = args[callbackAt];
+            args[callbackAt] = function releasing(...results) {
+                release();
+                return callback.apply(this, results);
+            };
+            return original.apply(this, args);
+        };
+        if (original.__promisify__) wrapped.__promisify__ = original.__promisify__;
+        target[name] = wrapped;
+    }
+}
+
+/**
+ * Where the runtime does not list its pending work, the asynchronous calls a runtime makes while
+ * a run is live are held (as `ctx.hold`) from the call until they settle: `node:fs` (promises and
+ * callbacks), `node:timers/promises` within the horizon, and Bun's file, write, sleep, spawn and
+ * fetch. Each wrapper calls the original and returns what it returns: no result and no order
+ * changes. Installed when this module loads, so a runtime imported after it binds the wrappers.
+ */
+function trackHiddenWork() {
+    const promiseNames = Object.keys(fsPromises).filter((name) => typeof fsPromises[name] === "function" && name !== "constants");
+    holdPromiseFunctions(fsPromises, promiseNames);
+    if (fs.promises !== fsPromises) holdPromiseFunctions(fs.promises, promiseNames);
+    holdCallbackFunctions(fs, [
+        "access", "appendFile", "chmod", "close", "copyFile", "exists", "fstat", "fsync", "lstat", "mkdir", "mkdtemp",
+        "open", "read", "readdir", "readFile", "readlink", "realpath", "rename", "rm", "rmdir", "stat", "symlink",
+        "truncate", "unlink", "utimes", "write", "writeFile",
+    ]);
+    const realWait = timersPromises.scheduler?.wait?.bind(timersPromises.scheduler);
+    if (realWait) timersPromises.scheduler.wait = (delay, options) => heldTimer(realWait(delay, options), delay);
+    const realPromiseTimeout = timersPromises.setTimeout;
+    timersPromises.setTimeout = (delay, ...rest) => heldTimer(realPromiseTimeout(delay, ...rest), delay);
+    const realPromiseImmediate = timersPromises.setImmediate;
+    timersPromises.setImmediate = (...args) => holdInRun(realPromiseImmediate(...args));
+    module.syncBuiltinESMExports();
+
+    if (typeof Bun === "undefined") return;
+    // Bun.file() returns a Blob (BunFile) whose reading and writing methods are asynchronous.
+    const blobPrototype = Object.getPrototypeOf(Bun.file("/"));
+    holdPromiseFunctions(blobPrototype, ["text", "json", "arrayBuffer", "bytes", "exists", "stat", "formData", "delete", "unlink", "write"]);
+    const realWrite = Bun.write.bind(Bun);
+    Bun.write = (...args) => holdInRun(realWrite(...args));
+    const realSleep = Bun.sleep.bind(Bun);
+    Bun.sleep = (ms) => heldTimer(realSleep(ms), ms instanceof Date ? ms.getTime() - Date.now() : ms);
+    const realSpawn = Bun.spawn.bind(Bun);
+    Bun.spawn = (...args) => {
+        const child = realSpawn(...args);
+        holdInRun(child.exited);
+        return child;
+    };
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (...args) => holdInRun(realFetch(...args));
+}
+if (!RESOURCES_LISTED) trackHiddenWork();
 
 /** The names of what keeps the runtime busy now; empty when it is quiescent. */
 function pendingWork() {
@@ -882,6 +1021,11 @@ function pendingWork() {
         if (name === "Timeout") timeouts += 1;
         else if (name === "Immediate" || REQUEST_NAME.test(name) || quiescence.busyResources.includes(name)) busy.push(name);
     }
+    // Where the runtime lists nothing, the near timers and immediates the SDK saw scheduled.
+    for (const timer of nearTimers) {
+        if (typeof timer?.hasRef !== "function" || timer.hasRef()) busy.push("Timeout");
+    }
+    for (let index = 0; index < pendingImmediates.size; index++) busy.push("Immediate");
     if (timeouts > 0) {
         let background = 0;
         for (const timer of backgroundTimers) {

@@ -12,9 +12,15 @@ export const REPO_ROOT = path.resolve(SDK_DIR, "..", "..", "..");
 
 export const IDLE = '{"type":"idle"}';
 
+/**
+ * The JavaScript runtime the adapters under test run on: node (the one running the tests), or
+ * `AGENTSIM_JS_RUNTIME` (a path to Bun, say: its event loop shows the SDK less of its pending work).
+ */
+export const ADAPTER_RUNTIME = process.env.AGENTSIM_JS_RUNTIME || process.execPath;
+
 export class AdapterProcess {
     constructor(script, { env = {}, args = [] } = {}) {
-        this.child = spawn(process.execPath, [script, ...args], {
+        this.child = spawn(ADAPTER_RUNTIME, [script, ...args], {
             stdio: ["pipe", "pipe", "pipe"],
             env: { ...process.env, AGENTSIM_PROTOCOL: "", ...env },
         });

@@ -7,10 +7,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { REPO_ROOT, TEMPLATE } from "./helpers.mjs";
+import { ADAPTER_RUNTIME, REPO_ROOT, TEMPLATE } from "./helpers.mjs";
 
 const kit = process.env.AGENTSIM_BIN || path.join(REPO_ROOT, "target", "release", "agentsim");
 const present = fs.existsSync(kit);
+
+/** The template adapter as the kit starts it (`sh -c`), on the runtime the tests' adapters run on. */
+const templateCommand = () => `'${ADAPTER_RUNTIME.replaceAll("'", "'\\''")}' ${path.relative(REPO_ROOT, TEMPLATE)}`;
 
 function runKit(args) {
     const result = spawnSync(kit, args, { cwd: REPO_ROOT, encoding: "utf8", maxBuffer: 256 * 1024 * 1024, timeout: 600_000 });
@@ -19,7 +22,7 @@ function runKit(args) {
 }
 
 test("the template adapter is never broken on scenarios/wiring", { skip: present ? false : `no kit at ${kit}` }, () => {
-    const command = `node ${path.relative(REPO_ROOT, TEMPLATE)}`;
+    const command = templateCommand();
     const result = runKit(["run", "--impl", command, "scenarios/wiring", "--format", "json"]);
     assert.ok(result.status === 0 || result.status === 1, `exit ${result.status}; stderr:\n${result.stderr.slice(-4000)}`);
     const report = JSON.parse(result.stdout);
@@ -32,7 +35,7 @@ test("the template adapter is never broken on scenarios/wiring", { skip: present
 });
 
 test("the template settles each prompt before the next queued run starts", { skip: present ? false : `no kit at ${kit}` }, () => {
-    const command = `node ${path.relative(REPO_ROOT, TEMPLATE)}`;
+    const command = templateCommand();
     const scenarios = ["scenarios/persist/two-prompts-near-simultaneous.json", "scenarios/persist/three-prompts-arrival-order.json"];
     const result = runKit(["run", "--impl", command, ...scenarios, "--format", "json"]);
     assert.equal(result.status, 0, `exit ${result.status}; stdout:\n${result.stdout.slice(-4000)}`);

@@ -59,10 +59,12 @@ describe("effectSync", () => {
             IDLE,
         ]);
         assert.deepEqual(await kit.send(appendOk(7)), ['{"type":"error","code":"input.unknown_effect","message":"fx#7 is not a pending effect"}', IDLE]);
-        assert.deepEqual(await kit.send("{garbage"), [
-            '{"type":"error","code":"input.garbage","message":"not JSON (Expected property name or \'}\' in JSON at position 1): {garbage"}',
-            IDLE,
-        ]);
+        // The parser's own words differ between JavaScript engines: the rest is the SDK's.
+        const [garbage, idle] = await kit.send("{garbage");
+        assert.equal(idle, IDLE);
+        const error = JSON.parse(garbage);
+        assert.deepEqual([error.type, error.code], ["error", "input.garbage"]);
+        assert.match(error.message, /^not JSON \(.+\): \{garbage$/);
         assert.deepEqual(await kit.send(appendOk(2)), [APPEND_2, IDLE]);
     });
 
