@@ -70,6 +70,8 @@ idsFromRule({ targets: [globalThis.crypto, nodeCrypto], idSlice: (start, end) =>
 
 let omp;
 let ompAi;
+/** pi-agent-core, for its process-wide YieldGate (`rewindYieldGate`). */
+let ompAgentCore;
 /** modes/print-mode.ts: `omp -p` and `omp --mode json` (main.ts imports it on demand; the package index does not export it). */
 let ompPrintMode;
 
@@ -320,14 +322,16 @@ await runFamilyAdapter({
         }
         const found = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-coding-agent", installCommand);
         const foundAi = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-ai", installCommand);
+        const foundAgentCore = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-agent-core", installCommand);
         if (found.manifest.version !== PINNED) {
             throw new SetupError(`${found.dir} holds @oh-my-pi/pi-coding-agent ${found.manifest.version}, not the pinned ${PINNED}; reinstall it with \`${installCommand}\``);
         }
-        return { version: found.manifest.version, found, foundAi };
+        return { version: found.manifest.version, found, foundAi, foundAgentCore };
     },
     async load(located) {
         omp = await importInstalled(located.found, "@oh-my-pi/pi-coding-agent", installCommand);
         ompAi = await importInstalled(located.foundAi, "@oh-my-pi/pi-ai", installCommand);
+        ompAgentCore = await importInstalled(located.foundAgentCore, "@oh-my-pi/pi-agent-core", installCommand);
         const printModeFile = { ...located.found, url: pathToFileURL(path.join(located.found.dir, "src", "modes", "print-mode.ts")).href };
         ompPrintMode = await importInstalled(printModeFile, "@oh-my-pi/pi-coding-agent/modes/print-mode", installCommand);
         // oh-my-pi's logger stamps every line with `new Date()` and opens its file lazily at the
@@ -352,9 +356,32 @@ await runFamilyAdapter({
         state.session?.dispose().catch((error) => log("reset: AgentSession.dispose() rejected:", error));
         state.extra.authStorage?.close?.();
     },
-    reset() {
+    async reset() {
         // pi-ai's process-wide custom API registry holds the run's stream function
         // (ModelRegistry.registerProvider put it there under the api name, with no source id).
         ompAi.unregisterCustomApis(undefined);
+        await rewindYieldGate();
     },
 });
+
+/**
+ * pi-agent-core's agent loop yields through one process-wide `YieldGate` (utils/yield.ts), which
+ * sleeps only when `Date.now()` is at least 50 ms past its last sleep, or before it, and keeps
+ * that time (a private field) across runs. Under the kit's clock rule a run's clock starts again
+ * at the scenario's start, so whether a yield of this run sleeps (and reads the clock once more)
+ * depended on the clock time of the previous run's last yield, on the same process: a run at a
+ * clock step under 50 ms that starts within 50 ms after where the previous run's yields ended
+ * skips its first sleeps, and at the default 1 s step a yield that reads exactly the previous
+ * run's last time does. Back to a fresh process's state (0): the gate is asked once with
+ * `Date.now()` at 0; a gate whose last sleep is later sleeps its 20 ms and takes 0, one at 0
+ * returns at once.
+ */
+async function rewindYieldGate() {
+    const ruleNow = Date.now;
+    Date.now = () => 0;
+    try {
+        await ompAgentCore.yieldIfDue();
+    } finally {
+        Date.now = ruleNow;
+    }
+}

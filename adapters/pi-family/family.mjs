@@ -719,7 +719,7 @@ export async function runFamilyAdapter(impl) {
     /** The SIGTERM/SIGHUP listeners present before any run (an output mode may add its own). */
     const baselineSignalListeners = {};
 
-    function reset() {
+    async function reset() {
         const state = runtime;
         runtime = freshRuntime(null);
         // The AgentSession: disconnect it from its agent and listeners (a discarded run's promises
@@ -736,7 +736,7 @@ export async function runFamilyAdapter(impl) {
         for (const [signal, baseline] of Object.entries(baselineSignalListeners)) {
             for (const listener of process.listeners(signal)) if (!baseline.has(listener)) process.off(signal, listener);
         }
-        impl.reset?.(state, dirs);
+        await impl.reset?.(state, dirs);
         // The session files of the run and anything the runtime wrote next to them; the agent dir back to empty.
         emptyFolder(dirs.sessionDir);
         emptyFolder(dirs.agentDir);
