@@ -111,6 +111,7 @@ test("oh-my-pi that does not import: adapter.setup says so and names `npm ci`", 
     fs.symlinkSync(fs.realpathSync(BUN), path.join(root, "node_modules", ".bin", "bun"));
     brokenPackage(root, "@oh-my-pi/pi-coding-agent", "18.2.3");
     brokenPackage(root, "@oh-my-pi/pi-ai", "18.2.3");
+    brokenPackage(root, "@oh-my-pi/pi-agent-core", "18.2.3");
     const run = runKit("adapters/oh-my-pi/run", { AGENTSIM_OMP_ROOT: root });
     assertSetupVerdict(run, "is installed but does not import", "deliberately broken install", `(cd ${root} && npm ci)`);
 });
