@@ -985,7 +985,8 @@ def compose_system_prompt(configured: Optional[str], resources: Dict[str, Any], 
 
 # The bound on a restore's tree walk, paid in full on every run of a scenario whose walk hangs (6
 # of the 474 schedules of CI's exploration: at 2 s, 474 schedules took 8.9 s on two threads; at
-# 0.5 s, 4.0 s). A restore that ends takes milliseconds.
+# 0.5 s, 4.0 s). A restore that ends takes well under a millisecond (over aelix's run of the
+# corpus: median 0.07 ms, at most 0.28 ms).
 WALK_SECONDS = 0.5
 
 
