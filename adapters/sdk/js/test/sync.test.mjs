@@ -60,9 +60,11 @@ describe("effectSync", () => {
         ]);
         assert.deepEqual(await kit.send(appendOk(7)), ['{"type":"error","code":"input.unknown_effect","message":"fx#7 is not a pending effect"}', IDLE]);
         // The parser's own words differ between JavaScript engines: the rest is the SDK's.
-        const [garbage, idle] = await kit.send("{garbage");
-        assert.equal(idle, IDLE);
-        const error = JSON.parse(garbage);
+        const answer = await kit.send("{garbage");
+        assert.equal(answer.length, 2, `one error line, then idle: ${JSON.stringify(answer)}`);
+        assert.equal(answer[1], IDLE);
+        const error = JSON.parse(answer[0]);
+        assert.deepEqual(Object.keys(error), ["type", "code", "message"]);
         assert.deepEqual([error.type, error.code], ["error", "input.garbage"]);
         assert.match(error.message, /^not JSON \(.+\): \{garbage$/);
         assert.deepEqual(await kit.send(appendOk(2)), [APPEND_2, IDLE]);
