@@ -46,6 +46,9 @@ pub struct ReplaySpec {
     /// The rules that judged (`--rules ... --level ...`), when not every rule did: the
     /// replay judges the same ones, so it shows the same root cause.
     pub judging: Option<String>,
+    /// Another scenario the adapter process runs first (`--after`): a nondeterministic
+    /// verdict found after it replays only after it.
+    pub after: Option<PathBuf>,
 }
 
 impl ReplaySpec {
@@ -60,6 +63,7 @@ impl ReplaySpec {
             world: ReplayWorld::Sim,
             implementation: None,
             judging: None,
+            after: None,
         }
     }
 
@@ -100,6 +104,9 @@ impl ReplaySpec {
         if let Some((command, step_timeout_ms)) = &self.implementation {
             words.extend(["--impl".into(), shell_quote(command)]);
             words.extend(["--step-timeout-ms".into(), step_timeout_ms.to_string()]);
+        }
+        if let Some(after) = &self.after {
+            words.extend(["--after".into(), shell_quote(&after.display().to_string())]);
         }
         if let Some(judging) = &self.judging {
             words.push(judging.clone());

@@ -51,6 +51,9 @@ pub struct CaseReport {
     pub net: Option<NetInfo>,
     /// The flags of the rules that judged it, when not every rule did (`restrict`).
     pub judging: Option<String>,
+    /// The scenario the adapter process ran just before the case's run, when what it gave
+    /// depended on it (a `--check-determinism` difference after another scenario).
+    pub after: Option<PathBuf>,
 }
 
 /// Where a scenario runs: the in-process scheduler (a scenario with a `net` block runs in the
@@ -90,6 +93,7 @@ impl CaseReport {
             divergence: None,
             net: None,
             judging: None,
+            after: None,
         }
     }
 
@@ -171,6 +175,7 @@ impl CaseReport {
             world,
             implementation: self.implementation.clone(),
             judging: self.judging.clone(),
+            after: self.after.clone(),
         }
     }
 

@@ -278,6 +278,13 @@ async function createSession(state, dirs) {
         skipPythonPreflight: true,
         hasUI: false,
     });
+    // On a resumed session oh-my-pi starts a scan for the advisors' past spend "off the
+    // critical path" (sdk.ts, `beginInitialAdvisorCostRestore`) and emits `advisor_cost_changed`
+    // when its file system reads settle: real I/O the kit's quiescence cannot see on Bun, so the
+    // event landed before `agent_start` in a json run or after it, by timing (`run
+    // --check-determinism` caught it). The session is handed over once the scan has settled, as
+    // on a machine whose disk answers at once: the event precedes every operation.
+    await session.advisorCostRestore;
     return session;
 }
 

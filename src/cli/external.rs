@@ -188,14 +188,23 @@ pub(super) fn replay_case(
     strategy: StrategyKind,
     seed: u64,
     implementation: &Implementation,
+    after: Option<&LoadedScenario>,
 ) -> CaseReport {
     let (command, step_timeout) = implementation
         .adapter_command()
         .expect("replay_case replays an adapter");
     let subject = SharedExternal::new(ExternalSubject::new(command, Duration::from_millis(step_timeout)));
+    if let Some(before) = after {
+        // `--after`: the same process runs the other scenario first, unjudged; a breach of its
+        // reset is what this case's start finds, and its verdict.
+        subject.lock().name_run(&before.name);
+        let mut boxed = implementation.wrap(Box::new(subject.clone()));
+        let _ = suite::run_case_owned(before, strategy, seed, implementation, &mut boxed);
+    }
     subject.lock().name_run(&loaded.name);
     let mut boxed = implementation.wrap(Box::new(subject.clone()));
     let mut case = run_on(loaded, strategy, seed, implementation, &mut boxed, false);
+    case.after = after.map(|before| before.path.clone());
     let shut_down = subject.lock().shut_down();
     if let (Err(failure), false) = (shut_down, matches!(case.verdict, Verdict::Broken(_))) {
         case.break_with(failure);
@@ -233,6 +242,22 @@ struct Pool {
     raw_divergence: bool,
 }
 
+/// With `--check-determinism`, a worker takes this many scenarios in corpus order at a time, so
+/// that a scenario's predecessor is mostly the run its process has just made.
+const CHECKED_CHUNK: usize = 8;
+
+/// What the worker's reused process ran last: the corpus index of the scenario, on which
+/// process. `--check-determinism` runs a scenario after a fixed other one, its predecessor in
+/// the corpus, and needs no extra run when the process has just run it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LastRun {
+    index: usize,
+    pid: u32,
+}
+
+/// A worker's finished cases: the corpus index, the report and the `hello`.
+type Done = Vec<(usize, CaseReport, Option<Hello>)>;
+
 impl Pool {
     /// A new adapter subject of the pool's command.
     fn adapter(&self) -> ExternalSubject {
@@ -247,7 +272,7 @@ impl Pool {
     fn run(&self, corpus: &[LoadedScenario], jobs: usize) -> (Vec<CaseReport>, Option<Hello>) {
         let jobs = jobs.clamp(1, corpus.len().max(1));
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut results: Vec<(usize, CaseReport, Option<Hello>)> = std::thread::scope(|scope| {
+        let mut results: Done = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..jobs).map(|_| scope.spawn(|| self.worker(corpus, &next))).collect();
             workers
                 .into_iter()
@@ -259,40 +284,38 @@ impl Pool {
         (results.into_iter().map(|(_, report, _)| report).collect(), hello)
     }
 
-    fn worker(
-        &self,
-        corpus: &[LoadedScenario],
-        next: &std::sync::atomic::AtomicUsize,
-    ) -> Vec<(usize, CaseReport, Option<Hello>)> {
+    fn worker(&self, corpus: &[LoadedScenario], next: &std::sync::atomic::AtomicUsize) -> Done {
         let subject = SharedExternal::new(self.adapter());
-        let mut done: Vec<(usize, CaseReport, Option<Hello>)> = Vec::new();
-        loop {
-            let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(loaded) = corpus.get(index) else {
-                break;
-            };
-            let mut report = self.run_case(loaded, &subject);
-            if let Some(failure) = breach_of_an_earlier_reset(&report) {
-                // The earlier case's verdict; this one runs again, on a fresh process.
-                blame_reset(&mut done, failure);
-                report = self.run_case(loaded, &subject);
+        let mut done: Done = Vec::new();
+        let chunk = if self.check_determinism { CHECKED_CHUNK } else { 1 };
+        let mut last: Option<LastRun> = None;
+        'chunks: loop {
+            let first = next.fetch_add(chunk, std::sync::atomic::Ordering::Relaxed);
+            for index in first..first + chunk {
+                if index >= corpus.len() {
+                    break 'chunks;
+                }
+                let loaded = &corpus[index];
+                let report = if self.check_determinism {
+                    self.run_checked(corpus, index, &subject, &mut last, &mut done)
+                } else {
+                    let mut report = self.run_one(loaded, &subject);
+                    if let Some(failure) = breach_of_an_earlier_reset(&report) {
+                        // The earlier case's verdict; this one runs again, on a fresh process.
+                        blame_reset(&mut done, failure);
+                        report = self.run_one(loaded, &subject);
+                    }
+                    report
+                };
+                let hello = subject.lock().hello().cloned();
+                done.push((index, report, hello));
             }
-            let hello = subject.lock().hello().cloned();
-            done.push((index, report, hello));
         }
         // The last case's reset is judged by what the adapter writes before it exits.
         if let Err(failure) = subject.lock().shut_down() {
             blame_reset(&mut done, failure);
         }
         done
-    }
-
-    fn run_case(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
-        if self.check_determinism {
-            self.run_twice(loaded, subject)
-        } else {
-            self.run_one(loaded, subject)
-        }
     }
 
     /// One scenario on `subject` and on the in-process reference: the adapter's case, with
@@ -310,67 +333,145 @@ impl Pool {
         )
     }
 
-    /// `--check-determinism`: the scenario in a fresh adapter process, then in the worker's
-    /// reused one (which has run this very scenario before, so its reset is on trial); the
-    /// second run's case, broken with `subject.nondeterministic` when the traces differ.
-    fn run_twice(&self, loaded: &LoadedScenario, subject: &SharedExternal) -> CaseReport {
+    /// A run of `loaded` on `subject` that is not reported, only compared or used to set the
+    /// process's state; a breach it finds of an earlier run's reset goes to that run's case.
+    fn unreported_run(&self, loaded: &LoadedScenario, subject: &SharedExternal, done: &mut Done) -> CaseReport {
+        subject.lock().name_run(&loaded.name);
+        let mut boxed = self.implementation.wrap(Box::new(subject.clone()));
+        let case = suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut boxed);
+        if let Some(failure) = breach_of_an_earlier_reset(&case) {
+            blame_reset(done, failure);
+        }
+        case
+    }
+
+    /// `--check-determinism`: the scenario at `index` in a fresh adapter process; then in the
+    /// worker's reused process right after the scenario before it in the corpus (run there
+    /// first unless the process has just run it), which is the reported run; then once more
+    /// right after itself, which puts the reset on trial. Both later runs are compared with the
+    /// fresh one, and the reported case is broken with `subject.nondeterministic` at the first
+    /// difference. What precedes each compared run is fixed by the corpus, never by which worker
+    /// took which scenario, so the verdict is the same for every `--jobs`.
+    fn run_checked(
+        &self,
+        corpus: &[LoadedScenario],
+        index: usize,
+        subject: &SharedExternal,
+        last: &mut Option<LastRun>,
+        done: &mut Done,
+    ) -> CaseReport {
+        let loaded = &corpus[index];
         let fresh = {
             let mut fresh = self.implementation.wrap(Box::new(self.adapter().fresh_each_run()));
             suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut fresh)
         };
-        let warm = {
-            let subject = subject.lock();
-            subject.processes_spawned() == 0 || subject.pid().is_none()
-        };
-        if warm {
-            // Warm the reused process up on the same scenario; that run is not reported (a bad
-            // answer to its reset is: the run below finds it).
-            subject.lock().name_run(&loaded.name);
-            let mut boxed = self.implementation.wrap(Box::new(subject.clone()));
-            let _ = suite::run_case_owned(loaded, self.strategy, self.seed, &self.implementation, &mut boxed);
+        if matches!(fresh.verdict, Verdict::NotApplicable { .. }) {
+            // Nothing runs: the adapter's `hello` declines what the scenario uses.
+            return fresh;
         }
-        let reused_pid = subject.lock().pid();
+        let pid = || subject.lock().pid();
+        let reused = |process: Option<u32>| process.is_some() && process == pid();
+        // The nearest scenario before this one (cyclically) that the adapter runs; one it
+        // declines sends nothing and leaves the process as it was.
+        let mut before = None;
+        for back in 1..corpus.len() {
+            let other = (index + corpus.len() - back) % corpus.len();
+            if last.is_some_and(|last| last.index == other && Some(last.pid) == pid()) {
+                before = Some(other);
+                break;
+            }
+            let warm_up = self.unreported_run(&corpus[other], subject, done);
+            match warm_up.verdict {
+                Verdict::NotApplicable { .. } => continue,
+                Verdict::Broken(_) => {}
+                _ => before = Some(other),
+            }
+            break;
+        }
+        let process = pid();
         let mut case = self.run_one(loaded, subject);
-        let breached_a_reset =
-            matches!(&case.verdict, Verdict::Broken(failure) if AdapterFailure::reset_breached(failure).is_some());
-        if breached_a_reset {
-            // A breach of a reset, not a difference between two runs.
+        let mut preceded = before.filter(|_| reused(process)).map(|other| &corpus[other]);
+        if let Some(failure) = breach_of_an_earlier_reset(&case) {
+            // The reset of the run before was breached: that run's verdict; this one runs
+            // again, on a new process.
+            blame_reset(done, failure);
+            case = self.run_one(loaded, subject);
+            preceded = None;
+        }
+        let after = match preceded {
+            Some(other) => format!("reused process after `{}`", other.name),
+            None => "second fresh process".to_string(),
+        };
+        *last = None;
+        if matches!(case.verdict, Verdict::Broken(_)) {
+            // Broken in the reused process: a difference when the fresh run was not.
+            if let Some(verdict) = nondeterminism(&fresh, &case, &after) {
+                case.verdict = verdict;
+                case.after = preceded.map(|other| other.path.clone());
+            }
             return case;
         }
-        let reused = if reused_pid.is_some() && reused_pid == subject.lock().pid() {
-            "reused process"
+        let process = pid();
+        let again = self.unreported_run(loaded, subject, done);
+        if let Verdict::Broken(failure) = &again.verdict {
+            if AdapterFailure::reset_breached(failure) == Some(Some(loaded.name.as_str())) {
+                // The reset that ended the reported run was breached: this case's verdict.
+                case.break_with(failure.clone());
+                return case;
+            }
+        }
+        let after_itself = if reused(process) {
+            "reused process after this scenario"
         } else {
             "second fresh process"
         };
-        if let (Some(first), Some(second)) = (&fresh.outcome, &case.outcome) {
-            if let Some(difference) = first_run_difference(&first.trace, &second.trace) {
-                let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(end of trace)".to_string());
-                let field = difference
-                    .field
-                    .as_ref()
-                    .filter(|field| field.path != "event")
-                    .map(|field| format!("; field {}: {} / {}", field.path, field.reference, field.implementation))
-                    .unwrap_or_default();
-                case.verdict = Verdict::Broken(SubjectFailure::Nondeterministic {
-                    line: difference.line,
-                    detail: format!(
-                        "fresh process `{}` / {reused} `{}`{field}",
-                        side(&difference.reference),
-                        side(&difference.implementation)
-                    ),
-                });
-            }
-        } else if fresh.status() != case.status() {
-            case.verdict = Verdict::Broken(SubjectFailure::Nondeterministic {
-                line: 0,
-                detail: format!(
-                    "the run in a fresh process was {}, the run in a {reused} {}",
-                    fresh.status(),
-                    case.status()
-                ),
-            });
+        if let Some(pid) = pid().filter(|_| reused(process)) {
+            *last = Some(LastRun { index, pid });
+        }
+        // The replay command runs the scenario where it differed: after the other scenario,
+        // or after itself.
+        if let Some(verdict) = nondeterminism(&fresh, &case, &after) {
+            case.verdict = verdict;
+            case.after = preceded.map(|other| other.path.clone());
+        } else if let Some(verdict) = nondeterminism(&fresh, &again, after_itself) {
+            case.verdict = verdict;
+            case.after = Some(loaded.path.clone()).filter(|_| reused(process));
         }
         case
+    }
+}
+
+/// The `subject.nondeterministic` verdict when `other`'s run (on the process `where_` names)
+/// differs from the run of the same case in a fresh process.
+fn nondeterminism(fresh: &CaseReport, other: &CaseReport, where_: &str) -> Option<Verdict> {
+    match (&fresh.outcome, &other.outcome) {
+        (Some(first), Some(second)) => {
+            let difference = first_run_difference(&first.trace, &second.trace)?;
+            let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(end of trace)".to_string());
+            let field = difference
+                .field
+                .as_ref()
+                .filter(|field| field.path != "event")
+                .map(|field| format!("; field {}: {} / {}", field.path, field.reference, field.implementation))
+                .unwrap_or_default();
+            Some(Verdict::Broken(SubjectFailure::Nondeterministic {
+                line: difference.line,
+                detail: format!(
+                    "fresh process `{}` / {where_} `{}`{field}",
+                    side(&difference.reference),
+                    side(&difference.implementation)
+                ),
+            }))
+        }
+        _ if fresh.status() != other.status() => Some(Verdict::Broken(SubjectFailure::Nondeterministic {
+            line: 0,
+            detail: format!(
+                "the run in a fresh process was {}, the run in a {where_} {}",
+                fresh.status(),
+                other.status()
+            ),
+        })),
+        _ => None,
     }
 }
 

@@ -149,6 +149,11 @@ enum Command {
         /// Replay an explicit choice sequence (`0.2.1`), as exhaustive exploration prints it.
         #[arg(long, value_parser = parse_choices)]
         choices: Option<Choices>,
+        /// With `--impl`: the adapter process runs this scenario first (unjudged, same strategy
+        /// and seed), as `run --check-determinism` ran the case when its run depended on the
+        /// run before.
+        #[arg(long, value_name = "FILE")]
+        after: Option<PathBuf>,
         /// `net`: replay in the networked world with the faults drawn from `--seed`.
         #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
         world: WorldKind,
@@ -334,6 +339,7 @@ pub fn main() -> ExitCode {
             implementation,
             step_timeout_ms,
             choices,
+            after,
             world,
             in_process,
             crash_at_step,
@@ -349,6 +355,7 @@ pub fn main() -> ExitCode {
                 mutant,
                 implementation: implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
                 choices,
+                after,
                 world,
                 in_process,
                 crash: crash_at_step.map(|step| (step, sync)),
@@ -409,6 +416,8 @@ struct ReplayOptions {
     mutant: Option<Mutant>,
     implementation: Option<(String, Duration)>,
     choices: Option<Choices>,
+    /// `--after FILE`: another scenario the adapter process runs first.
+    after: Option<PathBuf>,
     world: WorldKind,
     /// `--in-process`: a scenario with a `net` block in the in-process scheduler.
     in_process: bool,
@@ -428,6 +437,7 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         mutant,
         implementation,
         choices,
+        after,
         world,
         in_process,
         crash,
@@ -483,6 +493,27 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         eprintln!("agentsim: --choices replays the in-process reference only");
         return EXIT_BAD_INPUT;
     }
+    let before = match &after {
+        Some(_) if implementation.is_none() || world == WorldKind::Net || crash.is_some() => {
+            eprintln!("agentsim: --after runs another scenario first on an adapter process: it needs --impl, in the in-process scheduler");
+            return EXIT_BAD_INPUT;
+        }
+        Some(path) if path.is_dir() => {
+            eprintln!(
+                "agentsim: {}: a folder: --after takes one scenario file",
+                scenario::printable(&path.display().to_string())
+            );
+            return EXIT_BAD_INPUT;
+        }
+        Some(path) => match suite::load_corpus(std::slice::from_ref(path)) {
+            Ok(mut before) => Some(before.swap_remove(0)),
+            Err(error) => {
+                eprintln!("agentsim: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        },
+        None => None,
+    };
     let chosen = match &implementation {
         Some((command, step_timeout)) => Implementation::adapter(command.clone(), *step_timeout),
         None => Implementation::reference(),
@@ -498,7 +529,7 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         };
         suite::run_case_net(loaded, strategy, &options, &chosen, &mut chosen.subject())
     } else if chosen.is_adapter() {
-        external::replay_case(loaded, strategy, seed, &chosen)
+        external::replay_case(loaded, strategy, seed, &chosen, before.as_ref())
     } else {
         match &choices {
             Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, &chosen, &mut chosen.subject()),

@@ -163,7 +163,8 @@ fn check_determinism_catches_a_wall_clock_leak() {
             .contains("differ at trace line 0003: fresh process `0003 fx#1"),
         "{report}"
     );
-    assert!(run.stdout.contains("/ reused process `0003 fx#1"), "{report}");
+    // A corpus of one scenario: the second run is in a new process, the third after itself.
+    assert!(run.stdout.contains("/ second fresh process `0003 fx#1"), "{report}");
     assert!(
         run.stdout.contains("field system_prompt: \"[process started at "),
         "{report}"
@@ -188,6 +189,98 @@ fn check_determinism_catches_a_wall_clock_leak() {
         "{}",
         json.stdout
     );
+}
+
+/// State one scenario leaves for the next is judged after a fixed other scenario (the one before
+/// it in the corpus), never after whichever a worker happened to run: every `--jobs` gives the
+/// same report, each case names the scenario it ran after, and its replay runs it there.
+#[test]
+fn check_determinism_judges_a_leak_from_the_scenario_before_alike_for_every_jobs() {
+    let adapter = format!("tests/fixtures/adapters/leaky-state.py {BIN}");
+    let files = [
+        "scenarios/wiring/walkthrough.json",
+        "scenarios/wiring/no-system-prompt-at-all.json",
+        "scenarios/persist/two-prompts-near-simultaneous.json",
+    ];
+    let run = |jobs: &str, format: &str| {
+        let mut args = vec![
+            "run",
+            "--impl",
+            &adapter,
+            "--check-determinism",
+            "--jobs",
+            jobs,
+            "--format",
+            format,
+        ];
+        args.extend(files);
+        agentsim(&args, &[])
+    };
+    let one = run("1", "json");
+    assert_eq!(one.code, 3, "stdout:\n{}\nstderr:\n{}", one.stdout, one.stderr);
+    for jobs in ["2", "3"] {
+        let other = run(jobs, "json");
+        assert_eq!(one.stdout, other.stdout, "--jobs 1 and --jobs {jobs} differ");
+    }
+    let human = run("2", "human");
+    // Sorted by name: no-system-prompt-at-all, two-prompts-near-simultaneous, walkthrough;
+    // the first runs after the last.
+    for (case, before) in [
+        ("no-system-prompt-at-all", "walkthrough"),
+        ("two-prompts-near-simultaneous", "no-system-prompt-at-all"),
+        ("walkthrough", "two-prompts-near-simultaneous"),
+    ] {
+        let line = human
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("BROKEN {case}:")))
+            .unwrap_or_else(|| panic!("no verdict for {case}:\n{}", human.stdout));
+        assert!(line.contains("(subject.nondeterministic)"), "{line}");
+        assert!(line.contains(&format!("/ reused process after `{before}` `")), "{line}");
+        assert!(line.contains("field system_prompt:"), "{line}");
+    }
+    // The printed replay runs the case after the scenario it differed after, where the leak
+    // shows in the trace; without `--after`, it does not.
+    let replay = human
+        .stdout
+        .lines()
+        .find(|line| line.contains("replay: agentsim replay scenarios/wiring/no-system-prompt-at-all.json"))
+        .expect("a replay line");
+    assert!(
+        replay.ends_with("--after scenarios/wiring/walkthrough.json"),
+        "{replay}"
+    );
+    let after = agentsim(
+        &[
+            "replay",
+            "scenarios/wiring/no-system-prompt-at-all.json",
+            "--impl",
+            &adapter,
+            "--after",
+            "scenarios/wiring/walkthrough.json",
+        ],
+        &[],
+    );
+    assert_eq!(after.code, 1, "{}", after.stdout);
+    assert!(
+        after.stdout.contains("system=\"[after another scenario] "),
+        "{}",
+        after.stdout
+    );
+    let alone = agentsim(
+        &[
+            "replay",
+            "scenarios/wiring/no-system-prompt-at-all.json",
+            "--impl",
+            &adapter,
+        ],
+        &[],
+    );
+    assert_eq!(alone.code, 0, "{}", alone.stdout);
+    // Without the check, the rules judge each run as it came.
+    let mut plain = vec!["run", "--impl", &adapter, "--jobs", "1"];
+    plain.extend(files);
+    assert!(!agentsim(&plain, &[]).stdout.contains("subject.nondeterministic"));
 }
 
 #[test]
