@@ -220,56 +220,78 @@ pub fn explore(
         }
         over || enough
     };
+    // With `--check-determinism` on an adapter, each schedule's first run follows a run fixed
+    // by the corpus and the seeds, never by how the threads shared the corpus: the seed before
+    // it, replayed; for a scenario's first seed, the last seed of the scenario before it in the
+    // corpus, run there first unless this thread's process has just run it.
+    let fixed_predecessors = config.check_determinism && implementation.is_adapter();
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
-            scope.spawn(|| loop {
-                let index = next_scenario.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(loaded) = corpus.get(index) else { break };
-                let mut summary = ExploreSummary {
-                    coverage: config.coverage.then(coverage_counts),
-                    selection: config.selection.clone(),
-                    failure_counter: Some(failures_seen.clone()),
-                    ..ExploreSummary::default()
-                };
-                match config.strategy {
-                    StrategyKind::Exhaustive { bound, reduced } => {
-                        let enumeration = enumerate(
-                            loaded,
-                            bound,
-                            reduced,
-                            config.check_determinism,
-                            implementation,
-                            &mut summary,
-                            &timed_out,
-                        );
-                        let runs = enumeration.schedules + enumeration.abandoned;
-                        summary.enumerations.push(enumeration);
-                        progress(done.fetch_add(runs, Ordering::Relaxed) + runs, planned);
-                    }
-                    strategy => {
-                        for seed in seeds.clone() {
-                            if timed_out() {
-                                break;
-                            }
-                            if config.world == crate::suite::WorldKind::Net {
-                                run_net_one(loaded, seed, config.check_determinism, implementation, &mut summary);
-                                progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
-                                continue;
-                            }
-                            run_one(
+            scope.spawn(|| {
+                let mut last: Option<LastSchedule> = None;
+                loop {
+                    let index = next_scenario.fetch_add(1, Ordering::Relaxed) as usize;
+                    let Some(loaded) = corpus.get(index) else { break };
+                    let mut summary = ExploreSummary {
+                        coverage: config.coverage.then(coverage_counts),
+                        selection: config.selection.clone(),
+                        failure_counter: Some(failures_seen.clone()),
+                        ..ExploreSummary::default()
+                    };
+                    match config.strategy {
+                        StrategyKind::Exhaustive { bound, reduced } => {
+                            let enumeration = enumerate(
                                 loaded,
-                                strategy,
-                                seed,
-                                Schedule::Seed,
+                                bound,
+                                reduced,
                                 config.check_determinism,
                                 implementation,
                                 &mut summary,
+                                &timed_out,
                             );
-                            progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
+                            let runs = enumeration.schedules + enumeration.abandoned;
+                            summary.enumerations.push(enumeration);
+                            progress(done.fetch_add(runs, Ordering::Relaxed) + runs, planned);
+                        }
+                        strategy => {
+                            for seed in seeds.clone() {
+                                if timed_out() {
+                                    break;
+                                }
+                                if config.world == crate::suite::WorldKind::Net {
+                                    run_net_one(loaded, seed, config.check_determinism, implementation, &mut summary);
+                                    progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
+                                    continue;
+                                }
+                                let first_seed = seeds.clone().next() == Some(seed);
+                                let before = if fixed_predecessors && first_seed {
+                                    follow_the_scenario_before(corpus, index, strategy, &seeds, last, implementation)
+                                } else {
+                                    last
+                                };
+                                let ran = run_one(
+                                    loaded,
+                                    strategy,
+                                    seed,
+                                    Schedule::Seed {
+                                        after: before.map(|before| (&corpus[before.scenario], before.seed)),
+                                    },
+                                    config.check_determinism,
+                                    implementation,
+                                    &mut summary,
+                                );
+                                // What this thread's process ran last, while it runs.
+                                last = ran.and_then(|_| implementation.pooled_pid()).map(|pid| LastSchedule {
+                                    scenario: index,
+                                    seed,
+                                    pid,
+                                });
+                                progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
+                            }
                         }
                     }
+                    results.lock().expect("no worker panics").push((index, summary));
                 }
-                results.lock().expect("no worker panics").push((index, summary));
             });
         }
     });
@@ -280,6 +302,58 @@ pub fn explore(
         out_of_time.load(Ordering::Relaxed),
         out_of_failures.load(Ordering::Relaxed),
     )
+}
+
+/// The schedule a worker thread's adapter process ran last (its replay, under
+/// `--check-determinism`): the scenario's corpus index, the seed and the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LastSchedule {
+    scenario: usize,
+    seed: u64,
+    pid: u32,
+}
+
+/// Before a scenario's first seed, under `--check-determinism` on an adapter: makes this
+/// thread's process have just run the last seed of the nearest scenario before `index` in the
+/// corpus (cyclically) that the adapter runs, unless it has, and returns it; `None` when no
+/// other scenario runs, or the run broke (the first seed then runs in a new process).
+fn follow_the_scenario_before(
+    corpus: &[LoadedScenario],
+    index: usize,
+    strategy: StrategyKind,
+    seeds: &(impl Iterator<Item = u64> + Clone),
+    last: Option<LastSchedule>,
+    implementation: &Implementation,
+) -> Option<LastSchedule> {
+    let last_seed = seeds.clone().last()?;
+    for back in 1..corpus.len() {
+        let other = (index + corpus.len() - back) % corpus.len();
+        let pid = implementation.pooled_pid();
+        if let Some(last) =
+            last.filter(|last| last.scenario == other && last.seed == last_seed && Some(last.pid) == pid)
+        {
+            return Some(last);
+        }
+        let mut subject = implementation.subject();
+        let warm_up = simulate_with(
+            &corpus[other].scenario,
+            subject.as_mut(),
+            make_strategy(strategy, last_seed).as_mut(),
+            false,
+        );
+        drop(subject);
+        return match warm_up {
+            // Declined by its `hello`: nothing ran; the one before it, then.
+            Err(SubjectFailure::Unsupported { .. }) => continue,
+            Err(_) => None,
+            Ok(_) => implementation.pooled_pid().map(|pid| LastSchedule {
+                scenario: other,
+                seed: last_seed,
+                pid,
+            }),
+        };
+    }
+    None
 }
 
 /// The guided search over the whole corpus (`sim::guided::CorpusSearch`): one search, seeded
@@ -529,8 +603,9 @@ impl ExploreSummary {
 
 /// Where one schedule's choices come from.
 enum Schedule<'s> {
-    /// `strategy` from `seed` (random, pct).
-    Seed,
+    /// `strategy` from `seed` (random, pct); `after`: the schedule (scenario and seed) its
+    /// first run follows on the adapter's process, when the kit fixed it.
+    Seed { after: Option<(&'s LoadedScenario, u64)> },
     /// The next run of an exhaustive enumeration.
     Enumerated(&'s mut EnumeratedRun),
     /// A guided search's schedule `run` of scenario `index`; the search gets its coverage back.
@@ -556,11 +631,16 @@ fn run_one(
         _ => None,
     };
     let choices = prefix.as_deref();
-    let by_choices = !matches!(schedule, Schedule::Seed);
+    let by_choices = !matches!(schedule, Schedule::Seed { .. });
+    let after = match schedule {
+        Schedule::Seed { after } => after,
+        _ => None,
+    };
     let judging = summary.selection.flags();
-    let spec = |choices: Option<&[usize]>| -> String {
+    let spec = |choices: Option<&[usize]>, after: Option<(std::path::PathBuf, u64)>| -> String {
         ReplaySpec {
             choices: choices.map(<[usize]>::to_vec),
+            after,
             mutant: implementation.mutant_name().map(str::to_string),
             implementation: implementation.adapter_command(),
             judging: judging.clone(),
@@ -578,7 +658,7 @@ fn run_one(
     let (guided, guided_run, mut enumerated) = match schedule {
         Schedule::Guided { search, index, run } => (Some((search, index)), Some(run), None),
         Schedule::Enumerated(run) => (None, None, Some(run)),
-        Schedule::Seed => (None, None, None),
+        Schedule::Seed { .. } => (None, None, None),
     };
     let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
         let mut subject = implementation.subject();
@@ -617,7 +697,7 @@ fn run_one(
             return None;
         }
         Err(failure) => {
-            summary.record(loaded, || spec(choices), Vec::new(), Some(failure), None);
+            summary.record(loaded, || spec(choices, None), Vec::new(), Some(failure), None);
             return None;
         }
     };
@@ -628,13 +708,18 @@ fn run_one(
         // Equivalent to a schedule already run: not judged, not counted.
         return Some(outcome);
     }
+    // The run the first run followed, when its replay differed: the replay runs after it.
+    let mut differed_after: Option<(&LoadedScenario, u64)> = None;
     // A fixed-choice or guided run replays with the whole sequence it took.
-    let replay = || match by_choices {
-        true => {
-            let taken: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
-            spec(Some(&taken))
+    let replay = |differed_after: Option<(&LoadedScenario, u64)>| {
+        let after = differed_after.map(|(before, before_seed)| (before.path.clone(), before_seed));
+        match by_choices {
+            true => {
+                let taken: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
+                spec(Some(&taken), after)
+            }
+            false => spec(choices, after),
         }
-        false => spec(choices),
     };
     let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
     summary.count_situations(loaded, &outcome);
@@ -645,10 +730,25 @@ fn run_one(
             .as_ref()
             .is_ok_and(|again| again.trace.render() == outcome.trace.render());
         if !same {
-            violations.push(nondeterministic("the same schedule, replayed, gave a different trace"));
+            // What the first run followed on its process, when the kit fixed it.
+            let first = match after {
+                Some((before, before_seed)) if before.name == loaded.name && before_seed == seed => {
+                    " (both right after it)".to_string()
+                }
+                Some((before, before_seed)) => format!(
+                    " (the first right after `{}` {} seed {before_seed}, the replay right after it)",
+                    before.name,
+                    strategy.spelling()
+                ),
+                None => String::new(),
+            };
+            violations.push(nondeterministic(&format!(
+                "the same schedule, replayed, gave a different trace{first}"
+            )));
+            differed_after = after;
         }
     }
-    if let Some(failure) = summary.record(loaded, replay, violations, None, Some(&outcome)) {
+    if let Some(failure) = summary.record(loaded, || replay(differed_after), violations, None, Some(&outcome)) {
         failure.choices = Some(outcome.choices.iter().map(|(index, _)| *index).collect());
         failure.origin = match (choices, strategy) {
             (Some(_), _) => format!("{} (exhaustive)", loaded.name),

@@ -100,6 +100,14 @@ impl Implementation {
         }
     }
 
+    /// For an adapter: the process this thread's next run goes to, when one runs.
+    pub fn pooled_pid(&self) -> Option<u32> {
+        match &self.base {
+            Base::Adapter { command, step_timeout } => crate::protocol::pool::pooled_pid(command, *step_timeout),
+            Base::Reference | Base::ConformingVariant => None,
+        }
+    }
+
     /// Whether this is an implementation behind the adapter protocol.
     pub fn is_adapter(&self) -> bool {
         matches!(self.base, Base::Adapter { .. })

@@ -46,9 +46,10 @@ pub struct ReplaySpec {
     /// The rules that judged (`--rules ... --level ...`), when not every rule did: the
     /// replay judges the same ones, so it shows the same root cause.
     pub judging: Option<String>,
-    /// Another scenario the adapter process runs first (`--after`): a nondeterministic
-    /// verdict found after it replays only after it.
-    pub after: Option<PathBuf>,
+    /// Another scenario the adapter process runs first (`--after`), under a seed of its own
+    /// (`--after-seed`, when not the case's): a nondeterministic verdict found after it
+    /// replays only after it.
+    pub after: Option<(PathBuf, u64)>,
 }
 
 impl ReplaySpec {
@@ -105,8 +106,11 @@ impl ReplaySpec {
             words.extend(["--impl".into(), shell_quote(command)]);
             words.extend(["--step-timeout-ms".into(), step_timeout_ms.to_string()]);
         }
-        if let Some(after) = &self.after {
+        if let Some((after, after_seed)) = &self.after {
             words.extend(["--after".into(), shell_quote(&after.display().to_string())]);
+            if *after_seed != self.seed {
+                words.extend(["--after-seed".into(), after_seed.to_string()]);
+            }
         }
         if let Some(judging) = &self.judging {
             words.push(judging.clone());

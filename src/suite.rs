@@ -53,7 +53,7 @@ pub struct CaseReport {
     pub judging: Option<String>,
     /// The scenario the adapter process ran just before the case's run, when what it gave
     /// depended on it (a `--check-determinism` difference after another scenario).
-    pub after: Option<PathBuf>,
+    pub after: Option<(PathBuf, u64)>,
 }
 
 /// Where a scenario runs: the in-process scheduler (a scenario with a `net` block runs in the

@@ -188,23 +188,23 @@ pub(super) fn replay_case(
     strategy: StrategyKind,
     seed: u64,
     implementation: &Implementation,
-    after: Option<&LoadedScenario>,
+    after: Option<(&LoadedScenario, u64)>,
 ) -> CaseReport {
     let (command, step_timeout) = implementation
         .adapter_command()
         .expect("replay_case replays an adapter");
     let subject = SharedExternal::new(ExternalSubject::new(command, Duration::from_millis(step_timeout)));
-    if let Some(before) = after {
+    if let Some((before, before_seed)) = after {
         // `--after`: the same process runs the other scenario first, unjudged; a breach of its
         // reset is what this case's start finds, and its verdict.
         subject.lock().name_run(&before.name);
         let mut boxed = implementation.wrap(Box::new(subject.clone()));
-        let _ = suite::run_case_owned(before, strategy, seed, implementation, &mut boxed);
+        let _ = suite::run_case_owned(before, strategy, before_seed, implementation, &mut boxed);
     }
     subject.lock().name_run(&loaded.name);
     let mut boxed = implementation.wrap(Box::new(subject.clone()));
     let mut case = run_on(loaded, strategy, seed, implementation, &mut boxed, false);
-    case.after = after.map(|before| before.path.clone());
+    case.after = after.map(|(before, before_seed)| (before.path.clone(), before_seed));
     let shut_down = subject.lock().shut_down();
     if let (Err(failure), false) = (shut_down, matches!(case.verdict, Verdict::Broken(_))) {
         case.break_with(failure);
@@ -407,7 +407,7 @@ impl Pool {
             // Broken in the reused process: a difference when the fresh run was not.
             if let Some(verdict) = nondeterminism(&fresh, &case, &after) {
                 case.verdict = verdict;
-                case.after = preceded.map(|other| other.path.clone());
+                case.after = preceded.map(|other| (other.path.clone(), self.seed));
             }
             return case;
         }
@@ -432,10 +432,10 @@ impl Pool {
         // or after itself.
         if let Some(verdict) = nondeterminism(&fresh, &case, &after) {
             case.verdict = verdict;
-            case.after = preceded.map(|other| other.path.clone());
+            case.after = preceded.map(|other| (other.path.clone(), self.seed));
         } else if let Some(verdict) = nondeterminism(&fresh, &again, after_itself) {
             case.verdict = verdict;
-            case.after = Some(loaded.path.clone()).filter(|_| reused(process));
+            case.after = Some((loaded.path.clone(), self.seed)).filter(|_| reused(process));
         }
         case
     }

@@ -154,6 +154,10 @@ enum Command {
         /// run before.
         #[arg(long, value_name = "FILE")]
         after: Option<PathBuf>,
+        /// With `--after`: the seed of that scenario's run (default: `--seed`), as an
+        /// exploration's replay names it.
+        #[arg(long, value_name = "N", requires = "after")]
+        after_seed: Option<u64>,
         /// `net`: replay in the networked world with the faults drawn from `--seed`.
         #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
         world: WorldKind,
@@ -340,6 +344,7 @@ pub fn main() -> ExitCode {
             step_timeout_ms,
             choices,
             after,
+            after_seed,
             world,
             in_process,
             crash_at_step,
@@ -355,7 +360,7 @@ pub fn main() -> ExitCode {
                 mutant,
                 implementation: implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
                 choices,
-                after,
+                after: after.map(|path| (path, after_seed.unwrap_or(seed))),
                 world,
                 in_process,
                 crash: crash_at_step.map(|step| (step, sync)),
@@ -416,8 +421,9 @@ struct ReplayOptions {
     mutant: Option<Mutant>,
     implementation: Option<(String, Duration)>,
     choices: Option<Choices>,
-    /// `--after FILE`: another scenario the adapter process runs first.
-    after: Option<PathBuf>,
+    /// `--after FILE` and `--after-seed N`: another scenario the adapter process runs first,
+    /// under that seed.
+    after: Option<(PathBuf, u64)>,
     world: WorldKind,
     /// `--in-process`: a scenario with a `net` block in the in-process scheduler.
     in_process: bool,
@@ -498,15 +504,15 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
             eprintln!("agentsim: --after runs another scenario first on an adapter process: it needs --impl, in the in-process scheduler");
             return EXIT_BAD_INPUT;
         }
-        Some(path) if path.is_dir() => {
+        Some((path, _)) if path.is_dir() => {
             eprintln!(
                 "agentsim: {}: a folder: --after takes one scenario file",
                 scenario::printable(&path.display().to_string())
             );
             return EXIT_BAD_INPUT;
         }
-        Some(path) => match suite::load_corpus(std::slice::from_ref(path)) {
-            Ok(mut before) => Some(before.swap_remove(0)),
+        Some((path, before_seed)) => match suite::load_corpus(std::slice::from_ref(path)) {
+            Ok(mut before) => Some((before.swap_remove(0), *before_seed)),
             Err(error) => {
                 eprintln!("agentsim: {error}");
                 return EXIT_BAD_INPUT;
@@ -529,7 +535,13 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
         };
         suite::run_case_net(loaded, strategy, &options, &chosen, &mut chosen.subject())
     } else if chosen.is_adapter() {
-        external::replay_case(loaded, strategy, seed, &chosen, before.as_ref())
+        external::replay_case(
+            loaded,
+            strategy,
+            seed,
+            &chosen,
+            before.as_ref().map(|(before, before_seed)| (before, *before_seed)),
+        )
     } else {
         match &choices {
             Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, &chosen, &mut chosen.subject()),

@@ -39,6 +39,17 @@ impl PooledAdapter {
     }
 }
 
+/// The process id of this thread's pooled adapter for `command`, when it runs one: which
+/// process the next run of the command on this thread goes to.
+pub fn pooled_pid(command: &str, step_timeout: Duration) -> Option<u32> {
+    ADAPTERS.with(|pool| {
+        pool.borrow()
+            .iter()
+            .find(|subject| subject.command() == command && subject.step_timeout() == step_timeout)
+            .and_then(ExternalSubject::pid)
+    })
+}
+
 impl Drop for PooledAdapter {
     fn drop(&mut self) {
         if let Some(subject) = self.0.take() {

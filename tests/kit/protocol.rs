@@ -283,6 +283,85 @@ fn check_determinism_judges_a_leak_from_the_scenario_before_alike_for_every_jobs
     assert!(!agentsim(&plain, &[]).stdout.contains("subject.nondeterministic"));
 }
 
+/// Under exploration too: each schedule's first run follows a run fixed by the corpus and the
+/// seeds (a scenario's first seed, the last seed of the scenario before it), so one thread and
+/// two find the same failures, and the message names what the first run followed.
+#[test]
+fn explore_check_determinism_fixes_what_each_first_run_follows() {
+    let adapter = format!("tests/fixtures/adapters/leaky-state.py {BIN}");
+    let explore = |threads: &str| {
+        let args = [
+            "explore",
+            "scenarios/wiring/walkthrough.json",
+            "scenarios/wiring/no-system-prompt-at-all.json",
+            "scenarios/persist/two-prompts-near-simultaneous.json",
+            "--strategy",
+            "random",
+            "--seeds",
+            "2",
+            "--impl",
+            &adapter,
+            "--check-determinism",
+            "--threads",
+            threads,
+        ];
+        let run = agentsim(&args, &[]);
+        assert_eq!(run.code, 1, "stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+        // The timing line aside.
+        let text: Vec<String> = run
+            .stdout
+            .lines()
+            .filter(|line| !line.contains(" per second)"))
+            .map(str::to_string)
+            .collect();
+        text
+    };
+    let one = explore("1");
+    assert_eq!(one, explore("2"), "one thread and two differ");
+    let text = one.join("\n");
+    for (case, before) in [
+        ("no-system-prompt-at-all", "walkthrough"),
+        ("two-prompts-near-simultaneous", "no-system-prompt-at-all"),
+        ("walkthrough", "two-prompts-near-simultaneous"),
+    ] {
+        assert!(text.contains(&format!("FAIL   {case} (random seed 0)")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "the same schedule, replayed, gave a different trace (the first right after `{before}` random seed 1, the replay right after it)"
+            )),
+            "{text}"
+        );
+        // A later seed follows its own scenario's seed before it: no leak.
+        assert!(!text.contains(&format!("FAIL   {case} (random seed 1)")), "{text}");
+    }
+    // The replay runs the case after the run it followed, where the leak shows again.
+    let replay = one
+        .iter()
+        .find(|line| line.contains("replay: agentsim replay scenarios/wiring/no-system-prompt-at-all.json"))
+        .expect("a replay line");
+    assert!(
+        replay.ends_with("--after scenarios/wiring/walkthrough.json --after-seed 1"),
+        "{replay}"
+    );
+    let words: Vec<&str> = replay
+        .trim_start()
+        .trim_start_matches("replay: agentsim ")
+        .split(' ')
+        .collect();
+    let command = words.join(" ").replace(&format!("'{adapter}'"), "ADAPTER");
+    let args: Vec<&str> = command
+        .split(' ')
+        .map(|word| if word == "ADAPTER" { adapter.as_str() } else { word })
+        .collect();
+    let again = agentsim(&args, &[]);
+    assert_eq!(again.code, 1, "{}", again.stdout);
+    assert!(
+        again.stdout.contains("system=\"[after another scenario]"),
+        "{}",
+        again.stdout
+    );
+}
+
 #[test]
 fn check_determinism_needs_an_implementation() {
     let run = agentsim(&["run", "--check-determinism", "scenarios/wiring"], &[]);
