@@ -326,8 +326,7 @@ fn follow_the_scenario_before(
     implementation: &Implementation,
 ) -> Option<LastSchedule> {
     let last_seed = seeds.clone().last()?;
-    for back in 1..corpus.len() {
-        let other = (index + corpus.len() - back) % corpus.len();
+    for other in crate::suite::before_in_corpus(index, corpus.len()) {
         let pid = implementation.pooled_pid();
         if let Some(last) =
             last.filter(|last| last.scenario == other && last.seed == last_seed && Some(last.pid) == pid)
@@ -732,9 +731,6 @@ fn run_one(
         if !same {
             // What the first run followed on its process, when the kit fixed it.
             let first = match after {
-                Some((before, before_seed)) if before.name == loaded.name && before_seed == seed => {
-                    " (both right after it)".to_string()
-                }
                 Some((before, before_seed)) => format!(
                     " (the first right after `{}` {} seed {before_seed}, the replay right after it)",
                     before.name,

@@ -187,6 +187,13 @@ impl CaseReport {
 
 pub use crate::replay::shell_quote;
 
+/// The corpus indexes before `index` in a corpus of `len` scenarios, nearest first and
+/// cyclically (the first is preceded by the last), `index` itself left out: where
+/// `--check-determinism` looks for the scenario a run follows.
+pub fn before_in_corpus(index: usize, len: usize) -> impl Iterator<Item = usize> {
+    (1..len).map(move |back| (index + len - back) % len)
+}
+
 /// Loads every scenario file under `paths` (files or folders), sorted by name. A path with no
 /// scenario file under it is an error, like a broken file: an empty corpus never passes.
 pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioError> {

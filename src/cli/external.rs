@@ -374,8 +374,7 @@ impl Pool {
         // The nearest scenario before this one (cyclically) that the adapter runs; one it
         // declines sends nothing and leaves the process as it was.
         let mut before = None;
-        for back in 1..corpus.len() {
-            let other = (index + corpus.len() - back) % corpus.len();
+        for other in suite::before_in_corpus(index, corpus.len()) {
             if last.is_some_and(|last| last.index == other && Some(last.pid) == pid()) {
                 before = Some(other);
                 break;
