@@ -313,6 +313,13 @@ await runFamilyAdapter({
     implementation: "oh-my-pi",
     workPrefix: "agentsim-omp-",
     features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers"],
+    // pi-agent-core's agent loop calls its YieldGate at every turn, and under the kit's clock
+    // rule (a step of 50 ms or more between reads; 1 s by default) every call sleeps 20 ms of
+    // `performance.now()` through `node:timers/promises` (utils/yield.ts, sleepAtLeast): 220 ms
+    // of real waiting in a walk-through schedule, during which nothing the kit answers can come.
+    // In virtual time (the JS SDK's README) those sleeps come due at once and the runtime's clock
+    // moves past them: the same reports (README, "Virtual time"), three to four times faster.
+    quiescence: { virtualTime: true },
     unsupported: {
         library: "oh-my-pi has no library adapter returning {reason, text}; its SDK is AgentSession itself",
     },

@@ -228,6 +228,12 @@ export interface QuiescenceOptions {
     busyResources?: string[];
     /** Resource names that never count as pending work. */
     idleResources?: string[];
+    /**
+     * Promise timers due within the horizon (`node:timers/promises` `scheduler.wait` and
+     * `setTimeout`, `Bun.sleep` of a number) come due at once, one per event-loop turn, earliest
+     * first, and `performance.now()` moves forward to each one's due time (default false).
+     */
+    virtualTime?: boolean;
 }
 
 export interface AdapterDefinition {

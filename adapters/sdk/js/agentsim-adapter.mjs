@@ -822,6 +822,8 @@ const quiescence = {
     maxWaitMs: 2000,
     /** A one-shot timer due later than this is background, not pending work (see README). */
     timerHorizonMs: 1000,
+    /** Promise timers within the horizon run in virtual time (see `installVirtualTime`). */
+    virtualTime: false,
     /** Extra resource names (process.getActiveResourcesInfo) that count as pending work. */
     busyResources: [],
     /** Resource names that never count as pending work (overrides the defaults). */
@@ -1012,6 +1014,101 @@ function trackHiddenWork() {
 }
 if (!RESOURCES_LISTED) trackHiddenWork();
 
+/**
+ * Virtual time (opt-in, `quiescence.virtualTime`): a promise timer within the horizon
+ * (`node:timers/promises` `scheduler.wait` and `setTimeout`, `Bun.sleep` of a number) does not
+ * wait in real time. The timers come due one per turn of the event loop, the earliest due first
+ * (in creation order among equals), and when one comes due `performance.now()` is moved to its
+ * due time if it is earlier: the runtime sees the time it slept pass, as on a machine where
+ * nothing else runs, and the run goes on at once. For a runtime that sleeps to let its event loop
+ * breathe (oh-my-pi's YieldGate sleeps 20 ms at every turn of its agent loop under the kit's
+ * clock rule): nothing the kit answers can come during such a sleep, so waiting it out in real
+ * time changes nothing but the speed. Off by default: a runtime whose trace depends on how long a
+ * wait takes against other work is not deterministic either way.
+ */
+const realPerformanceNow = performance.now.bind(performance);
+let virtualOffset = 0;
+let virtualSeq = 0;
+/** The virtual timers not yet due: `{due, seq, value, resolve, reject, signal, onAbort}`. */
+const virtualTimers = [];
+let virtualTickScheduled = false;
+
+function abortError(signal) {
+    const error = new Error("The operation was aborted", { cause: signal?.reason });
+    error.name = "AbortError";
+    error.code = "ABORT_ERR";
+    return error;
+}
+
+function virtualTick() {
+    virtualTickScheduled = false;
+    if (virtualTimers.length === 0) return;
+    let next = 0;
+    for (let index = 1; index < virtualTimers.length; index++) {
+        const timer = virtualTimers[index];
+        const best = virtualTimers[next];
+        if (timer.due < best.due || (timer.due === best.due && timer.seq < best.seq)) next = index;
+    }
+    const [timer] = virtualTimers.splice(next, 1);
+    const now = realPerformanceNow() + virtualOffset;
+    if (timer.due > now) virtualOffset += timer.due - now;
+    timer.signal?.removeEventListener("abort", timer.onAbort);
+    scheduleVirtualTick();
+    timer.resolve(timer.value);
+}
+
+function scheduleVirtualTick() {
+    if (virtualTickScheduled || virtualTimers.length === 0) return;
+    virtualTickScheduled = true;
+    realSetTimeout(virtualTick, 0);
+}
+
+/** A promise that resolves with `value` when virtual time reaches `delay` ms from now. */
+function virtualTimer(delay, value, signal) {
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const promise = new Promise((resolve, reject) => {
+        const timer = {
+            due: realPerformanceNow() + virtualOffset + Math.max(0, Number(delay) || 0),
+            seq: virtualSeq++,
+            value,
+            resolve,
+            signal,
+            onAbort: () => {
+                const at = virtualTimers.indexOf(timer);
+                if (at >= 0) virtualTimers.splice(at, 1);
+                reject(abortError(signal));
+            },
+        };
+        signal?.addEventListener("abort", timer.onAbort, { once: true });
+        virtualTimers.push(timer);
+        scheduleVirtualTick();
+    });
+    return holdInRun(promise);
+}
+
+/** Whether a promise timer of `delay` runs in virtual time. */
+const virtualFor = (delay) => quiescence.virtualTime === true && typeof delay !== "object" && !(Number(delay ?? 0) > quiescence.timerHorizonMs);
+
+function installVirtualTime() {
+    const scheduler = timersPromises.scheduler;
+    const wait = scheduler?.wait;
+    if (typeof wait === "function") {
+        scheduler.wait = function (delay, options) {
+            return virtualFor(delay) ? virtualTimer(delay, undefined, options?.signal) : wait.call(this, delay, options);
+        };
+    }
+    const promiseTimeout = timersPromises.setTimeout;
+    timersPromises.setTimeout = function (delay, value, options) {
+        return virtualFor(delay) ? virtualTimer(delay, value, options?.signal) : promiseTimeout.call(this, delay, value, options);
+    };
+    module.syncBuiltinESMExports();
+    if (typeof Bun !== "undefined") {
+        const sleep = Bun.sleep;
+        Bun.sleep = (ms) => (virtualFor(ms) ? virtualTimer(ms, undefined, undefined) : sleep(ms));
+    }
+}
+installVirtualTime();
+
 /** The names of what keeps the runtime busy now; empty when it is quiescent. */
 function pendingWork() {
     const busy = [];
@@ -1050,7 +1147,7 @@ const pause = (ms) => new Promise((resolve) => realSetTimeout(resolve, ms));
  * pending. Pending timers and requests are waited out in real time, up to `maxWaitMs`.
  */
 async function drain() {
-    const begin = performance.now();
+    const begin = realPerformanceNow();
     let quiet = 0;
     while (quiet < quiescence.quietRounds) {
         await nextRound();
@@ -1061,7 +1158,7 @@ async function drain() {
         }
         quiet = 0;
         if (busy.every((name) => name === "Immediate")) continue;
-        if (performance.now() - begin > quiescence.maxWaitMs) {
+        if (realPerformanceNow() - begin > quiescence.maxWaitMs) {
             log(`quiescence: still pending after ${quiescence.maxWaitMs} ms (${busy.join(", ")}); treating the runtime as quiescent`);
             return;
         }
@@ -1657,6 +1754,8 @@ export async function runAdapter(definition, options = {}) {
     server.protocol = selectProtocol(definition);
     if (definition.name) logPrefix = `[${definition.name}]`;
     Object.assign(quiescence, definition.quiescence ?? {}, options.quiescence ?? {});
+    // Under virtual time the runtime reads a clock that the SDK moves forward (never back).
+    if (quiescence.virtualTime === true) performance.now = () => realPerformanceNow() + virtualOffset;
     if (definition.stdout) setStdoutSink(definition.stdout);
     server.reader = new LineReader(options.fd ?? 0);
 

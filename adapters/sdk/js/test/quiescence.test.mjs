@@ -53,3 +53,28 @@ describe("stdout is the protocol's", () => {
         assert.match(kit.stderr, /console\.log must not reach stdout\nneither must process\.stdout\.write\n/);
     });
 });
+
+describe("virtual time (quiescence.virtualTime): promise timers come due at once, in due order", () => {
+    const VIRTUAL = path.join(FIXTURES, "virtual-time-adapter.mjs");
+    async function virtual() {
+        const kit = new AdapterProcess(VIRTUAL);
+        processes.push(kit);
+        await kit.hello();
+        await kit.send(start());
+        return kit;
+    }
+    test("two seconds of sleeps pass on the runtime's clock, not on the wall", async () => {
+        const kit = await virtual();
+        const began = Date.now();
+        assert.deepEqual(await kit.send(prompt(1, "sleeps")), [requestFor("slept at least 2000 ms"), IDLE]);
+        assert.ok(Date.now() - began < 1500, `the sleeps took ${Date.now() - began} ms of real time`);
+    });
+    test("the earliest due first, equals in creation order", async () => {
+        const kit = await virtual();
+        assert.deepEqual(await kit.send(prompt(1, "order")), [requestFor("early,late,late-second"), IDLE]);
+    });
+    test("an aborted wait rejects with an AbortError", async () => {
+        const kit = await virtual();
+        assert.deepEqual(await kit.send(prompt(1, "abort")), [requestFor("AbortError"), IDLE]);
+    });
+});
