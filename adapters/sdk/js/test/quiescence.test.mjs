@@ -10,8 +10,8 @@ const QUIET = path.join(FIXTURES, "quiet-adapter.mjs");
 const processes = [];
 after(() => processes.forEach((process) => process.kill()));
 
-async function started() {
-    const kit = new AdapterProcess(QUIET);
+async function started(fixture = QUIET) {
+    const kit = new AdapterProcess(fixture);
     processes.push(kit);
     await kit.hello();
     await kit.send(start());
@@ -56,13 +56,7 @@ describe("stdout is the protocol's", () => {
 
 describe("virtual time (quiescence.virtualTime): promise timers come due at once, in due order", () => {
     const VIRTUAL = path.join(FIXTURES, "virtual-time-adapter.mjs");
-    async function virtual() {
-        const kit = new AdapterProcess(VIRTUAL);
-        processes.push(kit);
-        await kit.hello();
-        await kit.send(start());
-        return kit;
-    }
+    const virtual = () => started(VIRTUAL);
     test("two seconds of sleeps pass on the runtime's clock, not on the wall", async () => {
         const kit = await virtual();
         const began = Date.now();
