@@ -63,6 +63,13 @@ describe("virtual time (quiescence.virtualTime): promise timers come due at once
         assert.deepEqual(await kit.send(prompt(1, "sleeps")), [requestFor("slept at least 2000 ms"), IDLE]);
         assert.ok(Date.now() - began < 1500, `the sleeps took ${Date.now() - began} ms of real time`);
     });
+    test("Bun.sleep too, under Bun", async () => {
+        const kit = await virtual();
+        const began = Date.now();
+        const expected = ADAPTER_RUNTIME === process.execPath ? "no Bun" : "slept at least 2000 ms";
+        assert.deepEqual(await kit.send(prompt(1, "bun-sleep")), [requestFor(expected), IDLE]);
+        assert.ok(Date.now() - began < 1500, `the sleeps took ${Date.now() - began} ms of real time`);
+    });
     test("the earliest due first, equals in creation order", async () => {
         const kit = await virtual();
         assert.deepEqual(await kit.send(prompt(1, "order")), [requestFor("early,late,late-second"), IDLE]);
