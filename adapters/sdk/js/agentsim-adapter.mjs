@@ -1029,7 +1029,7 @@ if (!RESOURCES_LISTED) trackHiddenWork();
 const realPerformanceNow = performance.now.bind(performance);
 let virtualOffset = 0;
 let virtualSeq = 0;
-/** The virtual timers not yet due: `{due, seq, value, resolve, reject, signal, onAbort}`. */
+/** The virtual timers not yet due: `{due, seq, value, resolve, signal, onAbort}`. */
 const virtualTimers = [];
 let virtualTickScheduled = false;
 
