@@ -495,7 +495,7 @@ fn run_net_one(
             return;
         }
     };
-    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.stored(&loaded.scenario));
     summary.count_situations(loaded, &outcome);
     if check_determinism {
         let same = run_world(&options)
@@ -530,7 +530,8 @@ impl ExploreSummary {
     /// counted.
     fn count_situations(&mut self, loaded: &LoadedScenario, outcome: &RunOutcome) {
         let Some(counts) = self.coverage.as_mut() else { return };
-        let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &outcome.store);
+        let stored = outcome.stored(&loaded.scenario);
+        let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &stored);
         for index in check::situations::reached(&timeline) {
             counts[index] += 1;
         }
@@ -566,7 +567,12 @@ impl ExploreSummary {
             return None;
         }
         if let Some(outcome) = outcome {
-            violations = check::cause::order_by_cause(&loaded.scenario, &outcome.trace, &outcome.store, violations);
+            violations = check::cause::order_by_cause(
+                &loaded.scenario,
+                &outcome.trace,
+                &outcome.stored(&loaded.scenario),
+                violations,
+            );
         }
         if let Some(counter) = &self.failure_counter {
             counter.fetch_add(1, Ordering::Relaxed);
@@ -720,7 +726,7 @@ fn run_one(
             false => spec(choices, after),
         }
     };
-    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store);
+    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.stored(&loaded.scenario));
     summary.count_situations(loaded, &outcome);
     if check_determinism {
         let fixed: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();

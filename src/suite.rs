@@ -125,7 +125,7 @@ impl CaseReport {
         } else {
             Verdict::Failed
         };
-        self.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.store, violations);
+        self.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.stored(scenario), violations);
         self.outcome = Some(outcome);
         self
     }
@@ -374,7 +374,7 @@ fn run_case_with(
         }
     };
     let scenario = &loaded.scenario;
-    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
     // The scenario's own checks (request checks of the scripted model, `expect`) describe the
     // canonical schedule; other schedules are judged by the rules alone.
     if strategy == StrategyKind::Scripted {
@@ -392,7 +392,8 @@ fn run_case_with(
             report.outcome = Some(outcome);
             return report;
         }
-        let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+        let stored = outcome.stored(scenario);
+        let timeline = Timeline::new(scenario, &outcome.trace, &stored);
         violations.extend(check_expectations(&timeline));
     }
     report.judged(scenario, violations, outcome)
@@ -446,9 +447,10 @@ pub fn run_case_net(
         }
     };
     let scenario = &loaded.scenario;
-    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
     if strategy == StrategyKind::Scripted && !options.seeded_faults {
-        let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+        let stored = outcome.stored(scenario);
+        let timeline = Timeline::new(scenario, &outcome.trace, &stored);
         violations.extend(check_expectations(&timeline));
     }
     report.judged(scenario, violations, outcome)

@@ -158,7 +158,7 @@ fn detect_guided(corpus: &[LoadedScenario], mutant: Mutant, budget: u64, seed: u
 /// Whether a catalogue rule (not the scenario's own `expect` block) flags the run: what
 /// detects a mutant here.
 fn a_rule_flags(scenario: &crate::scenario::Scenario, outcome: &RunOutcome) -> bool {
-    check::check_all(scenario, &outcome.trace, &outcome.store)
+    check::check_all(scenario, &outcome.trace, &outcome.stored(scenario))
         .iter()
         .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
 }

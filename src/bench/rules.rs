@@ -14,7 +14,7 @@ use crate::check::{self, Timeline};
 use crate::model::SessionEntry;
 use crate::scenario::Scenario;
 use crate::sim::reference::ReferenceSubject;
-use crate::sim::{simulate_with, Random};
+use crate::sim::{simulate_with, Random, RunOutcome};
 use crate::trace::Trace;
 
 /// Traces per batch: enough schedules that the batch is not one trace's shape.
@@ -52,12 +52,15 @@ impl RuleCosts {
 /// Measures every rule on `BATCH` random schedules of `scenario` (seeds 0 to 63) for about
 /// `window` of wall-clock time, half in rounds of rule by rule and half in `check_all`.
 pub fn rule_costs(scenario: &Scenario, window: Duration) -> RuleCosts {
-    let outcomes: Vec<(Trace, Vec<SessionEntry>)> = (0..BATCH as u64)
+    let outcomes: Vec<RunOutcome> = (0..BATCH as u64)
         .map(|seed| {
-            let outcome = simulate_with(scenario, &mut ReferenceSubject::new(), &mut Random::new(seed), false)
-                .expect("the reference never breaks");
-            (outcome.trace, outcome.store)
+            simulate_with(scenario, &mut ReferenceSubject::new(), &mut Random::new(seed), false)
+                .expect("the reference never breaks")
         })
+        .collect();
+    let outcomes: Vec<(&Trace, Vec<&SessionEntry>)> = outcomes
+        .iter()
+        .map(|outcome| (&outcome.trace, outcome.stored(scenario)))
         .collect();
     let catalogue = check::catalogue();
     let mut rule_nanos = vec![0u128; catalogue.len()];

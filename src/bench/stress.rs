@@ -13,7 +13,7 @@ use crate::check::{self, Violation};
 use crate::runtime::{EffectId, Input};
 use crate::scenario::Scenario;
 use crate::sim::rng::Rng;
-use crate::sim::{Choice, Subject, World};
+use crate::sim::{Choice, RunOutcome, Subject, World};
 use crate::trace::Event;
 
 /// The longest random sleep before an operation or an answer.
@@ -39,16 +39,12 @@ pub fn stress_once(
     runtime: &tokio::runtime::Runtime,
 ) -> Vec<Violation> {
     match runtime.block_on(run(scenario, make_subject(), seed)) {
-        Some((trace, store)) => check::check_all(scenario, &trace, &store),
+        Some(outcome) => check::check_all(scenario, &outcome.trace, &outcome.stored(scenario)),
         None => Vec::new(),
     }
 }
 
-async fn run(
-    scenario: &'static Scenario,
-    mut subject: Box<dyn Subject + Send>,
-    seed: u64,
-) -> Option<(crate::trace::Trace, Vec<crate::model::SessionEntry>)> {
+async fn run(scenario: &'static Scenario, mut subject: Box<dyn Subject + Send>, seed: u64) -> Option<RunOutcome> {
     let mut world = World::new(scenario);
     match subject.start(scenario).ok()? {
         Ok(restored) => world.push(Event::Restored {
@@ -105,7 +101,7 @@ async fn run(
     });
     let world = std::mem::replace(&mut shared.world, World::new(scenario));
     let outcome = world.finish(Vec::new());
-    Some((outcome.trace, outcome.store))
+    Some(outcome)
 }
 
 /// Delivers an input and starts an answering task for every effect it produced.

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use crate::model::SessionEntry;
 use crate::scenario::Scenario;
-use crate::trace::{Event, Trace};
+use crate::trace::Trace;
 
 use super::{catalogue, Timeline, Violation};
 
@@ -50,7 +50,7 @@ fn rank(rule: &str) -> (u8, usize) {
 pub fn order_by_cause(
     scenario: &Scenario,
     trace: &Trace,
-    store: &[SessionEntry],
+    store: &[&SessionEntry],
     violations: Vec<Violation>,
 ) -> Vec<Violation> {
     let mut evident: BTreeMap<String, usize> = BTreeMap::new();
@@ -91,7 +91,7 @@ pub fn order_by_cause(
 
 /// The shortest prefix (as a 1-based line count) on which `checker` reports a violation; the
 /// whole trace when it fires only there.
-fn evident_line(scenario: &Scenario, trace: &Trace, store: &[SessionEntry], checker: super::Checker) -> usize {
+fn evident_line(scenario: &Scenario, trace: &Trace, store: &[&SessionEntry], checker: super::Checker) -> usize {
     let fires = |length: usize| {
         if length >= trace.events.len() {
             return !checker(&Timeline::new(scenario, trace, store)).is_empty();
@@ -99,7 +99,7 @@ fn evident_line(scenario: &Scenario, trace: &Trace, store: &[SessionEntry], chec
         let prefix = Trace {
             events: trace.events[..length].to_vec(),
         };
-        let stored = store_after(scenario, &prefix);
+        let stored = prefix.applied_store(&scenario.session);
         !checker(&Timeline::new(scenario, &prefix, &stored)).is_empty()
     };
     let (mut low, mut high) = (0, trace.events.len());
@@ -116,24 +116,4 @@ fn evident_line(scenario: &Scenario, trace: &Trace, store: &[SessionEntry], chec
         }
     }
     high
-}
-
-/// The store after a prefix: the session, then every append applied in it, in answer order.
-fn store_after(scenario: &Scenario, prefix: &Trace) -> Vec<SessionEntry> {
-    let mut entries = scenario.session.clone();
-    let mut issued: BTreeMap<crate::runtime::EffectId, &SessionEntry> = BTreeMap::new();
-    for event in &prefix.events {
-        match event {
-            Event::Append { effect, entry } => {
-                issued.insert(*effect, entry);
-            }
-            Event::AppendAnswer { effect, answer } if answer.applied() => {
-                if let Some(entry) = issued.get(effect) {
-                    entries.push((*entry).clone());
-                }
-            }
-            _ => {}
-        }
-    }
-    entries
 }

@@ -259,7 +259,7 @@ rules! {
 }
 
 /// Runs every rule's checker on one run; violations in catalogue order, then by line.
-pub fn check_all(scenario: &Scenario, trace: &Trace, store: &[SessionEntry]) -> Vec<Violation> {
+pub fn check_all(scenario: &Scenario, trace: &Trace, store: &[&SessionEntry]) -> Vec<Violation> {
     let timeline = Timeline::new(scenario, trace, store);
     let mut violations = Vec::new();
     for rule in catalogue() {

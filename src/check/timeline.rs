@@ -159,7 +159,8 @@ pub struct NotifyInfo<'a> {
 pub struct Timeline<'a> {
     pub scenario: &'a Scenario,
     pub events: &'a [Event],
-    pub store: &'a [SessionEntry],
+    /// The store at the end of the run.
+    pub store: &'a [&'a SessionEntry],
     pub restored: Option<(Line, Option<&'a str>, usize)>,
     pub restore_failed: Option<(Line, &'a Cause)>,
     pub ops: Vec<OpInfo<'a>>,
@@ -211,7 +212,7 @@ pub struct CallStory<'a> {
 }
 
 impl<'a> Timeline<'a> {
-    pub fn new(scenario: &'a Scenario, trace: &'a Trace, store: &'a [SessionEntry]) -> Timeline<'a> {
+    pub fn new(scenario: &'a Scenario, trace: &'a Trace, store: &'a [&'a SessionEntry]) -> Timeline<'a> {
         let (initial_path, leaf_path_error) = match &scenario.config.active_leaf_id {
             Some(leaf) => match path_to_borrowed(&scenario.session, leaf) {
                 Ok(path) => (Some(path), None),

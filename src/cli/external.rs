@@ -532,7 +532,7 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
         return;
     };
     let scenario = &loaded.scenario;
-    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.store);
+    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
     for finding in &outcome.findings {
         violations.push(Violation {
             rule: finding.rule.clone(),
@@ -542,7 +542,8 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
             evident_at: None,
         });
     }
-    let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+    let stored = outcome.stored(scenario);
+    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
     violations.extend(check_expectations(&timeline));
     if let Some(Event::End { undelivered, .. }) = outcome.trace.events.last() {
         if let Some(op) = undelivered.first() {
@@ -557,7 +558,7 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
             });
         }
     }
-    case.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.store, violations);
+    case.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.stored(scenario), violations);
     case.verdict = Verdict::Failed;
 }
 

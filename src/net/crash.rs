@@ -73,8 +73,9 @@ pub fn crash_test(
 
 /// Entries acknowledged `ok`, and how many of them the file read back does not hold.
 fn acknowledged_and_lost(scenario: &Scenario, outcome: &crate::sim::RunOutcome) -> (u64, u64) {
-    let stored: BTreeSet<&str> = outcome.store.iter().map(|entry| entry.id.as_str()).collect();
-    let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+    let entries = outcome.stored(scenario);
+    let stored: BTreeSet<&str> = entries.iter().map(|entry| entry.id.as_str()).collect();
+    let timeline = Timeline::new(scenario, &outcome.trace, &entries);
     let acknowledged: Vec<&str> = timeline
         .appends
         .iter()

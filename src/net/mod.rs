@@ -309,7 +309,7 @@ fn run_net_on(
     Ok(NetRun {
         outcome: RunOutcome {
             trace: record.trace,
-            store: record.final_store,
+            store: crate::sim::FinalStore::Read(record.final_store),
             findings: Vec::new(),
             choices: Vec::new(),
         },

@@ -2,33 +2,20 @@
 //! exist and what a correct runtime must do under each) is written beside the plan's types,
 //! in `scenario::fault`.
 
-use crate::model::SessionEntry;
 use crate::runtime::Cause;
 use crate::scenario::{default_disk_error, AppendFault, AppendFaultKind, FaultPlan};
 use crate::trace::AppendAnswer;
 
-/// The session store as the world sees it: the initial entries and every applied append.
-#[derive(Debug, Clone)]
+/// The session store as the world plays it: it numbers appends and writes and answers each as
+/// the fault plan says. What it holds is what its answers say it applied, read from the trace
+/// (`RunOutcome::stored`), so it keeps no copy of the entries.
+#[derive(Debug, Clone, Default)]
 pub struct StoreFake {
-    pub entries: Vec<SessionEntry>,
     appends_seen: u32,
     writes_seen: u32,
 }
 
 impl StoreFake {
-    pub fn new(initial: &[SessionEntry]) -> StoreFake {
-        StoreFake {
-            // Room for a run's appends, so the store rarely grows by copying.
-            entries: {
-                let mut entries = Vec::with_capacity(initial.len() + 16);
-                entries.extend_from_slice(initial);
-                entries
-            },
-            appends_seen: 0,
-            writes_seen: 0,
-        }
-    }
-
     /// Numbers a new append (1-based) and returns the fault planned for it.
     pub fn plan_append<'p>(&mut self, plan: &'p FaultPlan) -> (u32, Option<&'p AppendFault>) {
         self.appends_seen += 1;
@@ -36,23 +23,17 @@ impl StoreFake {
         (index, plan.appends.iter().find(|fault| fault.at == index))
     }
 
-    /// Applies (or not) the entry as the fault says, and gives the store's answer.
-    pub fn answer_append(&mut self, entry: &SessionEntry, fault: Option<&AppendFault>) -> AppendAnswer {
+    /// The store's answer to an append under its planned fault: whether it applied the entry.
+    pub fn answer_append(&self, fault: Option<&AppendFault>) -> AppendAnswer {
         let cause = || {
             fault
                 .and_then(|fault| fault.error.clone())
                 .unwrap_or_else(default_disk_error)
         };
         match fault.map(|fault| fault.fault) {
-            None | Some(AppendFaultKind::Late) => {
-                self.entries.push(entry.clone());
-                AppendAnswer::Ok
-            }
+            None | Some(AppendFaultKind::Late) => AppendAnswer::Ok,
             Some(AppendFaultKind::Reject) => AppendAnswer::Rejected { cause: cause() },
-            Some(AppendFaultKind::AppliedThenFail) => {
-                self.entries.push(entry.clone());
-                AppendAnswer::AppliedThenFailed { cause: cause() }
-            }
+            Some(AppendFaultKind::AppliedThenFail) => AppendAnswer::AppliedThenFailed { cause: cause() },
         }
     }
 

@@ -103,11 +103,34 @@ pub struct Finding {
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub trace: Trace,
-    /// The store at the end: the initial session plus every applied append.
-    pub store: Vec<SessionEntry>,
+    /// The store at the end (read through [`RunOutcome::stored`]).
+    pub store: FinalStore,
     pub findings: Vec<Finding>,
     /// The index picked at each step, with how many choices there were.
     pub choices: Vec<(usize, usize)>,
+}
+
+/// Where the store at the end of a run is read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FinalStore {
+    /// The world's store fake, which applies exactly what its answers say: the scenario's
+    /// session, then the entry of every append the trace shows applied, in answer order
+    /// ([`Trace::applied_store`]). Read from the scenario and the trace, never copied: a
+    /// second copy of every entry cost a twentieth of a checked schedule.
+    Applied,
+    /// Entries read back from a store of the world's own (the networked world's disk), which
+    /// a crash or a lost answer can make differ from what the answers say.
+    Read(Vec<SessionEntry>),
+}
+
+impl RunOutcome {
+    /// The store at the end: the initial session plus every applied append, lent.
+    pub fn stored<'a>(&'a self, scenario: &'a Scenario) -> Vec<&'a SessionEntry> {
+        match &self.store {
+            FinalStore::Applied => self.trace.applied_store(&scenario.session),
+            FinalStore::Read(entries) => entries.iter().collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -124,8 +147,6 @@ enum PendingKind {
         answer: HookOutcome,
     },
     Append {
-        /// The 0-based trace index of the append's event, which holds the entry.
-        line: usize,
         fault: Option<AppendFault>,
     },
     Write {
@@ -316,7 +337,7 @@ impl<'a> World<'a> {
             trace: Trace {
                 events: Vec::with_capacity(32),
             },
-            store: StoreFake::new(&scenario.session),
+            store: StoreFake::default(),
             scripts: Scripts::default(),
             pending: Vec::new(),
             aborted: BTreeSet::new(),
@@ -370,7 +391,7 @@ impl<'a> World<'a> {
     pub fn finish(self, choices: Vec<(usize, usize)>) -> RunOutcome {
         RunOutcome {
             trace: self.trace,
-            store: self.store.entries,
+            store: FinalStore::Applied,
             findings: self.findings,
             choices,
         }
@@ -496,11 +517,8 @@ impl<'a> World<'a> {
                 });
                 Completion::Hook(answer)
             }
-            PendingKind::Append { line, fault } => {
-                let Event::Append { entry, .. } = &self.trace.events[*line] else {
-                    unreachable!("an append's pending answer points at its append event")
-                };
-                let answer = self.store.answer_append(entry, fault.as_ref());
+            PendingKind::Append { fault } => {
+                let answer = self.store.answer_append(fault.as_ref());
                 self.pending.remove(position);
                 let outcome = match answer.cause() {
                     None => StoreOutcome::Ok,
@@ -578,8 +596,7 @@ impl<'a> World<'a> {
             Effect::Append { effect, .. } => {
                 let (_, fault) = self.store.plan_append(&self.scenario.faults);
                 let fault = fault.cloned();
-                // The entry stays in the trace; the answer reads it from there.
-                Some((*effect, PendingKind::Append { line: line - 1, fault }))
+                Some((*effect, PendingKind::Append { fault }))
             }
             Effect::Write { effect, .. } => {
                 let error = self.store.plan_write(&self.scenario.faults);

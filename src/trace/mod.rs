@@ -310,6 +310,32 @@ impl Trace {
         self.events.push(event);
     }
 
+    /// The store a world that applies what its answers say would hold after this trace:
+    /// `initial`, then the entry of every append answered applied (`ok` or
+    /// `applied_then_failed`), in the order of the answers. An answer completes the oldest
+    /// unanswered append of its effect id, as the world answers its pending effects. Lent from
+    /// `initial` and the trace.
+    pub fn applied_store<'a>(&'a self, initial: &'a [SessionEntry]) -> Vec<&'a SessionEntry> {
+        let mut entries: Vec<&SessionEntry> = Vec::with_capacity(initial.len() + 16);
+        entries.extend(initial);
+        let mut unanswered: Vec<(EffectId, &SessionEntry)> = Vec::new();
+        for event in &self.events {
+            match event {
+                Event::Append { effect, entry } => unanswered.push((*effect, entry)),
+                Event::AppendAnswer { effect, answer } => {
+                    if let Some(at) = unanswered.iter().position(|(issued, _)| issued == effect) {
+                        let (_, entry) = unanswered.remove(at);
+                        if answer.applied() {
+                            entries.push(entry);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        entries
+    }
+
     /// The one-line-per-event rendering, each line ending in `\n`.
     pub fn render(&self) -> String {
         let mut text = String::new();

@@ -1013,9 +1013,10 @@ fn broken_by(loaded: &LoadedScenario, bad: &Bad) -> Vec<(String, Option<&'static
         Bad::Edit(edit) => {
             let case = canonical(loaded, &Implementation::reference());
             let outcome = case.outcome.expect("the reference runs the scenario");
-            let (mut trace, mut store) = (outcome.trace, outcome.store);
+            let mut store: Vec<SessionEntry> = outcome.stored(&loaded.scenario).into_iter().cloned().collect();
+            let mut trace = outcome.trace;
             edit(&mut trace, &mut store);
-            check_all(&loaded.scenario, &trace, &store)
+            check_all(&loaded.scenario, &trace, &store.iter().collect::<Vec<_>>())
         }
     };
     violations
@@ -1156,7 +1157,8 @@ fn every_situation_detector_fires_on_some_trace() {
             for seed in 0..seeds {
                 let case = run_case(loaded, strategy, seed, &Implementation::reference());
                 let Some(outcome) = case.outcome else { continue };
-                let timeline = Timeline::new(&loaded.scenario, &outcome.trace, &outcome.store);
+                let stored = outcome.stored(&loaded.scenario);
+                let timeline = Timeline::new(&loaded.scenario, &outcome.trace, &stored);
                 for index in reached(&timeline) {
                     seen[index] = true;
                 }

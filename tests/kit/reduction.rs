@@ -48,12 +48,13 @@ fn enumerate(loaded: &LoadedScenario, implementation: &Implementation, reduced: 
             reached.abandoned += 1;
         } else {
             reached.schedules += 1;
-            let rules: BTreeSet<String> = check::check_all(&loaded.scenario, &outcome.trace, &outcome.store)
-                .into_iter()
-                .map(|violation| violation.rule)
-                .collect();
+            let rules: BTreeSet<String> =
+                check::check_all(&loaded.scenario, &outcome.trace, &outcome.stored(&loaded.scenario))
+                    .into_iter()
+                    .map(|violation| violation.rule)
+                    .collect();
             reached.verdicts.insert(rules.into_iter().collect());
-            reached.stores.insert(format!("{:?}", outcome.store));
+            reached.stores.insert(format!("{:?}", outcome.stored(&loaded.scenario)));
         }
         enumerator.finish_run(run);
     }

@@ -811,7 +811,8 @@ pub fn coverage_features(scenario: &Scenario, outcome: &RunOutcome) -> Coverage 
     for event in &outcome.trace.events {
         tracker.observe(event);
     }
-    let timeline = Timeline::new(scenario, &outcome.trace, &outcome.store);
+    let stored = outcome.stored(scenario);
+    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
     let mut features = tracker.features;
     features.extend(
         situations::reached(&timeline)
