@@ -495,8 +495,17 @@ fn run_net_one(
             return;
         }
     };
-    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.stored(&loaded.scenario));
-    summary.count_situations(loaded, &outcome);
+    let stored = outcome.stored(&loaded.scenario);
+    let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &stored);
+    let mut violations = check::check_timeline(&timeline);
+    summary.count_reached(
+        summary
+            .coverage
+            .is_some()
+            .then(|| check::Reached::of(&timeline))
+            .as_ref(),
+    );
+    drop(timeline);
     if check_determinism {
         let same = run_world(&options)
             .is_ok_and(|again| again.failure.is_none() && again.outcome.trace.render() == outcome.trace.render());
@@ -527,17 +536,17 @@ fn coverage_counts() -> Vec<u64> {
 
 impl ExploreSummary {
     /// Counts the situations and the interleaving pairs one trace reached, when coverage is
-    /// counted.
-    fn count_situations(&mut self, loaded: &LoadedScenario, outcome: &RunOutcome) {
-        let Some(counts) = self.coverage.as_mut() else { return };
-        let stored = outcome.stored(&loaded.scenario);
-        let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &stored);
-        for index in check::situations::reached(&timeline) {
-            counts[index] += 1;
+    /// counted (`reached` is then derived).
+    fn count_reached(&mut self, reached: Option<&check::Reached>) {
+        let (Some(counts), Some(reached)) = (self.coverage.as_mut(), reached) else {
+            return;
+        };
+        for index in &reached.situations {
+            counts[*index] += 1;
         }
         let pairs = &mut counts[check::situations::situations().len()..];
-        for index in check::pairs::reached(&timeline) {
-            pairs[index] += 1;
+        for index in &reached.pairs {
+            pairs[*index] += 1;
         }
     }
 
@@ -706,12 +715,18 @@ fn run_one(
             return None;
         }
     };
-    if let Some((search, index)) = guided {
-        search.feedback(index, &loaded.scenario, &outcome);
-    }
     if enumerated.is_some_and(|run| run.is_abandoned()) {
         // Equivalent to a schedule already run: not judged, not counted.
         return Some(outcome);
+    }
+    // One timeline of the run for the rules, the coverage count and the guided search's
+    // feedback.
+    let stored = outcome.stored(&loaded.scenario);
+    let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &stored);
+    let reached = (guided.is_some() || summary.coverage.is_some()).then(|| check::Reached::of(&timeline));
+    if let (Some((search, index)), Some(reached)) = (guided, &reached) {
+        let coverage = crate::sim::guided::coverage_of(&loaded.scenario, &outcome, reached);
+        search.feedback_coverage(index, &loaded.scenario, &outcome, &coverage);
     }
     // The run the first run followed, when its replay differed: the replay runs after it.
     let mut differed_after: Option<(&LoadedScenario, u64)> = None;
@@ -726,8 +741,9 @@ fn run_one(
             false => spec(choices, after),
         }
     };
-    let mut violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.stored(&loaded.scenario));
-    summary.count_situations(loaded, &outcome);
+    let mut violations = check::check_timeline(&timeline);
+    summary.count_reached(reached.as_ref());
+    drop(timeline);
     if check_determinism {
         let fixed: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
         let again = run(Some(&fixed));

@@ -260,16 +260,39 @@ rules! {
 
 /// Runs every rule's checker on one run; violations in catalogue order, then by line.
 pub fn check_all(scenario: &Scenario, trace: &Trace, store: &[&SessionEntry]) -> Vec<Violation> {
-    let timeline = Timeline::new(scenario, trace, store);
+    check_timeline(&Timeline::new(scenario, trace, store))
+}
+
+/// [`check_all`] on a run's timeline already derived, which exploration shares with its
+/// coverage count (what the checkers derive lazily is then derived once for both).
+pub fn check_timeline(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for rule in catalogue() {
-        let mut found = (rule.checker)(&timeline);
+        let mut found = (rule.checker)(timeline);
         if !found.is_empty() {
             found.sort_by(|a, b| a.lines.cmp(&b.lines));
             violations.append(&mut found);
         }
     }
     violations
+}
+
+/// The rule situations and the interleaving pairs one run reached, as indexes into
+/// [`situations::situations`] and [`pairs::pairs`]: what exploration counts for coverage and
+/// the guided search feeds on, derived once per run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reached {
+    pub situations: Vec<usize>,
+    pub pairs: Vec<usize>,
+}
+
+impl Reached {
+    pub fn of(timeline: &Timeline<'_>) -> Reached {
+        Reached {
+            situations: situations::reached(timeline),
+            pairs: pairs::reached(timeline),
+        }
+    }
 }
 
 /// Which rules judge a run (`--rules AREA|ID,...`, `--level must|should`): every rule by

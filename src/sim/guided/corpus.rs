@@ -21,7 +21,7 @@ use crate::scenario::Scenario;
 
 use super::super::rng::Rng;
 use super::super::RunOutcome;
-use super::{coverage_features, Counts, GuidedRun, GuidedSearch};
+use super::{coverage_features, Counts, Coverage, GuidedRun, GuidedSearch};
 
 /// A guided search over several scenarios at once.
 pub struct CorpusSearch {
@@ -74,9 +74,19 @@ impl CorpusSearch {
     /// Feeds back the schedule of scenario `index`; returns whether it reached something no
     /// schedule of that scenario reached before.
     pub fn feedback(&mut self, index: usize, scenario: &Scenario, outcome: &RunOutcome) -> bool {
-        let coverage = coverage_features(scenario, outcome);
+        self.feedback_coverage(index, scenario, outcome, &coverage_features(scenario, outcome))
+    }
+
+    /// [`CorpusSearch::feedback`] with what the schedule covered already derived.
+    pub fn feedback_coverage(
+        &mut self,
+        index: usize,
+        scenario: &Scenario,
+        outcome: &RunOutcome,
+        coverage: &Coverage,
+    ) -> bool {
         let corpus_novel = self.count(&coverage.features);
-        let novel = self.searches[index].feedback_features(scenario, outcome, &coverage);
+        let novel = self.searches[index].feedback_features(scenario, outcome, coverage);
         match corpus_novel {
             // A pair new to the corpus is no longer worth the most anywhere.
             true => {

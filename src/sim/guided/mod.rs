@@ -41,7 +41,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::check::{pairs, situations, Timeline};
+use crate::check::{pairs, Reached, Timeline};
 use crate::runtime::{EffectId, HookPhase, OpId, SignalId};
 use crate::scenario::Scenario;
 use crate::trace::Event;
@@ -807,23 +807,20 @@ fn operation_kinds(scenario: &Scenario) -> Vec<usize> {
 /// What a trace covered: the windows its deliveries and answers met, its rule situations and
 /// its interleaving pairs; and the windows it saw open.
 pub fn coverage_features(scenario: &Scenario, outcome: &RunOutcome) -> Coverage {
+    let stored = outcome.stored(scenario);
+    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+    coverage_of(scenario, outcome, &Reached::of(&timeline))
+}
+
+/// [`coverage_features`] with the situations and pairs the trace reached already derived.
+pub fn coverage_of(scenario: &Scenario, outcome: &RunOutcome, reached: &Reached) -> Coverage {
     let mut tracker = Tracker::new(scenario);
     for event in &outcome.trace.events {
         tracker.observe(event);
     }
-    let stored = outcome.stored(scenario);
-    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
     let mut features = tracker.features;
-    features.extend(
-        situations::reached(&timeline)
-            .into_iter()
-            .map(|index| feature(SITUATION, index, 0)),
-    );
-    features.extend(
-        pairs::reached(&timeline)
-            .into_iter()
-            .map(|index| feature(PAIR, index, 0)),
-    );
+    features.extend(reached.situations.iter().map(|index| feature(SITUATION, *index, 0)));
+    features.extend(reached.pairs.iter().map(|index| feature(PAIR, *index, 0)));
     Coverage {
         features,
         windows_seen: tracker.windows_seen,
