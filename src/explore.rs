@@ -498,14 +498,9 @@ fn run_net_one(
     let stored = outcome.stored(&loaded.scenario);
     let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &stored);
     let mut violations = check::check_timeline(&timeline);
-    summary.count_reached(
-        summary
-            .coverage
-            .is_some()
-            .then(|| check::Reached::of(&timeline))
-            .as_ref(),
-    );
-    drop(timeline);
+    if summary.coverage.is_some() {
+        summary.count_reached(&check::Reached::of(&timeline));
+    }
     if check_determinism {
         let same = run_world(&options)
             .is_ok_and(|again| again.failure.is_none() && again.outcome.trace.render() == outcome.trace.render());
@@ -536,11 +531,9 @@ fn coverage_counts() -> Vec<u64> {
 
 impl ExploreSummary {
     /// Counts the situations and the interleaving pairs one trace reached, when coverage is
-    /// counted (`reached` is then derived).
-    fn count_reached(&mut self, reached: Option<&check::Reached>) {
-        let (Some(counts), Some(reached)) = (self.coverage.as_mut(), reached) else {
-            return;
-        };
+    /// counted.
+    fn count_reached(&mut self, reached: &check::Reached) {
+        let Some(counts) = self.coverage.as_mut() else { return };
         for index in &reached.situations {
             counts[*index] += 1;
         }
@@ -742,8 +735,9 @@ fn run_one(
         }
     };
     let mut violations = check::check_timeline(&timeline);
-    summary.count_reached(reached.as_ref());
-    drop(timeline);
+    if let Some(reached) = &reached {
+        summary.count_reached(reached);
+    }
     if check_determinism {
         let fixed: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
         let again = run(Some(&fixed));

@@ -374,7 +374,7 @@ fn run_case_with(
         }
     };
     let scenario = &loaded.scenario;
-    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
+    let mut violations = outcome.violations(scenario);
     // The scenario's own checks (request checks of the scripted model, `expect`) describe the
     // canonical schedule; other schedules are judged by the rules alone.
     if strategy == StrategyKind::Scripted {
@@ -447,7 +447,7 @@ pub fn run_case_net(
         }
     };
     let scenario = &loaded.scenario;
-    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
+    let mut violations = outcome.violations(scenario);
     if strategy == StrategyKind::Scripted && !options.seeded_faults {
         let stored = outcome.stored(scenario);
         let timeline = Timeline::new(scenario, &outcome.trace, &stored);

@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::check::{self, RULE_IDS};
+use crate::check::RULE_IDS;
 use crate::scenario::LoadedScenario;
 use crate::sim::guided::{CorpusSearch, GuidedSearch};
 use crate::sim::reduction::Enumerator;
@@ -158,7 +158,8 @@ fn detect_guided(corpus: &[LoadedScenario], mutant: Mutant, budget: u64, seed: u
 /// Whether a catalogue rule (not the scenario's own `expect` block) flags the run: what
 /// detects a mutant here.
 fn a_rule_flags(scenario: &crate::scenario::Scenario, outcome: &RunOutcome) -> bool {
-    check::check_all(scenario, &outcome.trace, &outcome.stored(scenario))
+    outcome
+        .violations(scenario)
         .iter()
         .any(|violation| RULE_IDS.contains(&violation.rule.as_str()))
 }

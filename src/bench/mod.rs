@@ -14,7 +14,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::check;
 pub mod compare;
 pub mod growth;
 pub mod rules;
@@ -75,7 +74,7 @@ fn scheduled_run(scenario: &Scenario, seed: u64, checks: u32, mut subject: Refer
     let outcome =
         simulate_with(scenario, &mut subject, &mut Random::new(seed), false).expect("the reference never breaks");
     for _ in 0..checks {
-        let violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
+        let violations = outcome.violations(scenario);
         assert!(violations.is_empty(), "the reference violated a rule under seed {seed}");
     }
 }
@@ -188,7 +187,7 @@ pub fn networked_per_second(scenario: &Scenario, window: Duration) -> Rate {
         let outcome = crate::net::run_net(scenario, &options, &mut subject)
             .expect("the networked world runs")
             .outcome;
-        let violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
+        let violations = outcome.violations(scenario);
         assert!(
             violations.is_empty(),
             "the reference violated a rule in the networked world, seed {seed}"
@@ -276,7 +275,7 @@ pub fn exhaustive_time(loaded: &LoadedScenario, bound: u64, reduced: bool) -> En
             abandoned += 1;
         } else {
             schedules += 1;
-            let violations = check::check_all(&loaded.scenario, &outcome.trace, &outcome.stored(&loaded.scenario));
+            let violations = outcome.violations(&loaded.scenario);
             assert!(
                 violations.is_empty(),
                 "the reference violated a rule in {}",

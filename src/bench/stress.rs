@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::check::{self, Violation};
+use crate::check::Violation;
 use crate::runtime::{EffectId, Input};
 use crate::scenario::Scenario;
 use crate::sim::rng::Rng;
@@ -39,7 +39,7 @@ pub fn stress_once(
     runtime: &tokio::runtime::Runtime,
 ) -> Vec<Violation> {
     match runtime.block_on(run(scenario, make_subject(), seed)) {
-        Some(outcome) => check::check_all(scenario, &outcome.trace, &outcome.stored(scenario)),
+        Some(outcome) => outcome.violations(scenario),
         None => Vec::new(),
     }
 }

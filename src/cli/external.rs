@@ -532,7 +532,7 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
         return;
     };
     let scenario = &loaded.scenario;
-    let mut violations = check::check_all(scenario, &outcome.trace, &outcome.stored(scenario));
+    let mut violations = outcome.violations(scenario);
     for finding in &outcome.findings {
         violations.push(Violation {
             rule: finding.rule.clone(),

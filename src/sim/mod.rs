@@ -131,6 +131,11 @@ impl RunOutcome {
             FinalStore::Read(entries) => entries.iter().collect(),
         }
     }
+
+    /// Every rule's violations on this run ([`crate::check::check_all`] on its trace and store).
+    pub fn violations(&self, scenario: &Scenario) -> Vec<crate::check::Violation> {
+        crate::check::check_all(scenario, &self.trace, &self.stored(scenario))
+    }
 }
 
 #[derive(Debug, Clone)]

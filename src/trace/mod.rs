@@ -625,3 +625,57 @@ pub fn quote_short(text: &str) -> String {
 fn compact(value: &serde_json::Value) -> String {
     serde_json::to_string(value).expect("values serialize")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{AppendAnswer, Event, Trace};
+    use crate::model::{Message, SessionEntry};
+    use crate::runtime::{Cause, EffectId};
+
+    fn entry(id: &str, parent: Option<&str>) -> SessionEntry {
+        SessionEntry::message(id, parent, "2026-01-01T00:00:00.000Z", Message::user(id, 0))
+    }
+
+    fn ids(entries: &[&SessionEntry]) -> Vec<String> {
+        entries.iter().map(|entry| entry.id.clone()).collect()
+    }
+
+    /// The store a trace shows: the session, then what was answered applied, in answer order; a
+    /// rejected or lost append is not in it, an applied-then-failed one is, and an answer to a
+    /// reissued id completes its oldest unanswered append, as the world answers.
+    #[test]
+    fn the_applied_store_is_the_session_then_what_the_answers_applied_in_answer_order() {
+        let session = [entry("s", None)];
+        let append = |effect: u32, id: &str| Event::Append {
+            effect: EffectId(effect),
+            entry: entry(id, Some("s")),
+        };
+        let answer = |effect: u32, answer: AppendAnswer| Event::AppendAnswer {
+            effect: EffectId(effect),
+            answer,
+        };
+        let cause = || Cause::new("store.failed", "disk full");
+        let trace = Trace {
+            events: vec![
+                append(1, "a"),
+                append(2, "b"),
+                append(3, "c"),
+                append(4, "d"),
+                append(5, "e"),
+                answer(2, AppendAnswer::Ok),
+                answer(1, AppendAnswer::AppliedThenFailed { cause: cause() }),
+                answer(3, AppendAnswer::Rejected { cause: cause() }),
+                answer(4, AppendAnswer::Lost { cause: cause() }),
+                append(5, "f"),
+                answer(5, AppendAnswer::Ok),
+                answer(9, AppendAnswer::Ok),
+            ],
+        };
+        assert_eq!(ids(&trace.applied_store(&session)), ["s", "b", "a", "e"]);
+        // A prefix holds what was answered within it.
+        let prefix = Trace {
+            events: trace.events[..7].to_vec(),
+        };
+        assert_eq!(ids(&prefix.applied_store(&session)), ["s", "b", "a"]);
+    }
+}

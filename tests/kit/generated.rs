@@ -9,7 +9,6 @@
 
 use std::path::PathBuf;
 
-use agentsim::check::check_all;
 use agentsim::model::{ContextBudget, Message, SessionEntry, ToolCall};
 use agentsim::runtime::{Cause, ClockRule, IdRule};
 use agentsim::scenario::{
@@ -240,7 +239,7 @@ fn violations_of(scenario: &Scenario) -> Result<(), String> {
         let mut subject = ReferenceSubject::new();
         let outcome = simulate(scenario, &mut subject, make_strategy(strategy, seed).as_mut())
             .map_err(|failure| format!("the reference broke: {failure}"))?;
-        let violations = check_all(scenario, &outcome.trace, &outcome.stored(scenario));
+        let violations = outcome.violations(scenario);
         if let Some(first) = violations.first() {
             let path = write_shrunk(scenario, &first.rule);
             let mut replay = format!("agentsim replay {}", path.display());
@@ -296,7 +295,7 @@ fn generated_scenarios_catch_the_poison_mutant() {
         for (strategy, seed) in schedules() {
             let mut subject = mutant.subject();
             let outcome = simulate(&scenario, &mut subject, make_strategy(strategy, seed).as_mut()).expect("runs");
-            let violations = check_all(&scenario, &outcome.trace, &outcome.stored(&scenario));
+            let violations = outcome.violations(&scenario);
             if violations.iter().any(|violation| violation.rule.starts_with("POISON-")) {
                 caught = true;
             }

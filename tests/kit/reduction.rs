@@ -12,7 +12,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use agentsim::check;
 use agentsim::implementation::Implementation;
 use agentsim::scenario::LoadedScenario;
 use agentsim::sim::reduction::Enumerator;
@@ -48,11 +47,11 @@ fn enumerate(loaded: &LoadedScenario, implementation: &Implementation, reduced: 
             reached.abandoned += 1;
         } else {
             reached.schedules += 1;
-            let rules: BTreeSet<String> =
-                check::check_all(&loaded.scenario, &outcome.trace, &outcome.stored(&loaded.scenario))
-                    .into_iter()
-                    .map(|violation| violation.rule)
-                    .collect();
+            let rules: BTreeSet<String> = outcome
+                .violations(&loaded.scenario)
+                .into_iter()
+                .map(|violation| violation.rule)
+                .collect();
             reached.verdicts.insert(rules.into_iter().collect());
             reached.stores.insert(format!("{:?}", outcome.stored(&loaded.scenario)));
         }
