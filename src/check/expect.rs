@@ -54,7 +54,7 @@ pub fn check_expectations(timeline: &Timeline<'_>) -> Vec<Violation> {
         // The leaf as the store's acknowledged chain shows it. A runtime's own leaf is not
         // observable at the seam until it appends again: the parent of its next append, which
         // PERSIST-2 and PERSIST-5 judge on every schedule.
-        let got = timeline.leaf_at(timeline.events.len()).map(|id| canonical(&id));
+        let got = timeline.leaf_at(timeline.events.len()).map(canonical);
         if got.as_deref() != Some(leaf.as_str()) {
             fail(
                 &[end],

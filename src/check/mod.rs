@@ -77,6 +77,20 @@ impl Violation {
     }
 }
 
+/// Whether `message` is a user message whose text is `text`; a plain text is compared in
+/// place, without a copy.
+pub(crate) fn is_user_text(message: &crate::model::Message, text: &str) -> bool {
+    use crate::model::{Message, UserContent, UserMessage};
+    match message {
+        Message::User(UserMessage {
+            content: UserContent::Text(own),
+            ..
+        }) => own == text,
+        Message::User(_) => message.text() == text,
+        _ => false,
+    }
+}
+
 /// `1 entry`, `3 entries`: a count with its noun in the right number.
 pub(crate) fn counted(count: usize, singular: &str, plural: &str) -> String {
     if count == 1 {

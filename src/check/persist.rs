@@ -3,23 +3,17 @@
 use crate::model::{parse_iso_timestamp, Message, SessionEntry};
 use crate::runtime::{OpValue, Settlement};
 
-use super::timeline::Timeline;
+use super::timeline::{AppendInfo, OpInfo, Timeline};
 use super::Violation;
 
 /// Prompt-like operations that appended something, with their appends.
-fn appending_ops<'t>(
-    timeline: &'t Timeline<'_>,
-) -> Vec<(
-    &'t super::timeline::OpInfo<'t>,
-    Vec<&'t super::timeline::AppendInfo<'t>>,
-)> {
+fn appending_ops<'t, 'a>(timeline: &'t Timeline<'a>) -> impl Iterator<Item = (&'t OpInfo<'a>, &'t [AppendInfo<'a>])> {
     timeline
         .ops
         .iter()
         .filter(|info| info.is_prompt_like())
         .map(|info| (info, timeline.appends_of(info.op)))
         .filter(|(_, appends)| !appends.is_empty())
-        .collect()
 }
 
 pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation> {
@@ -35,7 +29,10 @@ pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation
         // or model change) is no message of the transcript and repeats no history.
         let text = info.operation.text().unwrap_or_default();
         if let Some(first) = appends.iter().find(|append| append.entry.as_message().is_some()) {
-            let is_own_user = matches!(first.entry.as_message(), Some(user @ Message::User(_)) if user.text() == text);
+            let is_own_user = first
+                .entry
+                .as_message()
+                .is_some_and(|message| super::is_user_text(message, text));
             if !is_own_user {
                 violations.push(Violation::new(
                     "PERSIST-1.a",
@@ -47,7 +44,7 @@ pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation
                 ));
             }
         }
-        for append in &appends {
+        for append in appends {
             if let Some(message) = append.entry.as_message() {
                 if earlier.contains(&message) {
                     violations.push(Violation::new(
@@ -71,7 +68,7 @@ pub fn entries_form_a_parent_chain(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (info, appends) in appending_ops(timeline) {
         let expected_first = timeline.leaf_at(appends[0].line);
-        if appends[0].entry.parent_id != expected_first {
+        if appends[0].entry.parent_id.as_deref() != expected_first {
             violations.push(Violation::new(
                 "PERSIST-2.a",
                 &[appends[0].line],
@@ -79,7 +76,7 @@ pub fn entries_form_a_parent_chain(timeline: &Timeline<'_>) -> Vec<Violation> {
                     "{}'s first entry has parent {}; the leaf at its start was {}",
                     info.op,
                     super::parent_name(appends[0].entry.parent_id.as_deref()),
-                    super::parent_name(expected_first.as_deref())
+                    super::parent_name(expected_first)
                 ),
             ));
         }

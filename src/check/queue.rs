@@ -141,30 +141,22 @@ pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violati
             continue;
         };
         let text = info.operation.text().unwrap_or_default();
-        if !matches!(appended.first(), Some(first @ Message::User(_)) if first.text() == text) {
+        if !appended.first().is_some_and(|first| super::is_user_text(first, text)) {
             violations.push(Violation::new(
                 "QUEUE-2.a",
                 &[first],
                 format!("{} did not append its own user message first", info.op),
             ));
         }
-        let appended_assistants: Vec<&Message> = appended
-            .iter()
-            .filter(|message| message.as_assistant().is_some())
-            .copied()
-            .collect();
-        let responses: Vec<&crate::model::AssistantMessage> = timeline
-            .requests
-            .iter()
-            .filter(|request| request.op == Some(info.op))
-            .filter_map(|request| request.response.map(|(_, message)| message))
-            .collect();
-        // As messages: each appended assistant message is its response, in order.
-        let same = appended_assistants.len() == responses.len()
-            && appended_assistants
+        let appended_assistants = || appended.iter().filter_map(|message| message.as_assistant());
+        let responses = || {
+            timeline
+                .requests_of(info.op)
                 .iter()
-                .zip(&responses)
-                .all(|(appended, response)| appended.as_assistant() == Some(*response));
+                .filter_map(|request| request.response.map(|(_, message)| message))
+        };
+        // As messages: each appended assistant message is its response, in order.
+        let same = appended_assistants().eq(responses());
         if !same {
             violations.push(Violation::new(
                 "QUEUE-2.b",
@@ -172,8 +164,8 @@ pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violati
                 format!(
                     "{} appended {}, but its run received {}: it must append exactly its own",
                     info.op,
-                    super::counted(appended_assistants.len(), "assistant message", "assistant messages"),
-                    super::counted(responses.len(), "model response", "model responses")
+                    super::counted(appended_assistants().count(), "assistant message", "assistant messages"),
+                    super::counted(responses().count(), "model response", "model responses")
                 ),
             ));
         }

@@ -51,6 +51,40 @@ impl EffectIndex {
     }
 }
 
+/// How many events of each listed kind a trace holds.
+#[derive(Default)]
+struct KindCounts {
+    ops: usize,
+    requests: usize,
+    tool_calls: usize,
+    hooks: usize,
+    appends: usize,
+    writes: usize,
+    notifications: usize,
+    aborts: usize,
+}
+
+impl KindCounts {
+    fn of(events: &[Event]) -> KindCounts {
+        let mut counts = KindCounts::default();
+        for event in events {
+            let count = match event {
+                Event::Deliver { .. } => &mut counts.ops,
+                Event::ModelRequest { .. } => &mut counts.requests,
+                Event::ToolCall { .. } => &mut counts.tool_calls,
+                Event::Hook { .. } => &mut counts.hooks,
+                Event::Append { .. } => &mut counts.appends,
+                Event::Write { .. } => &mut counts.writes,
+                Event::Notify { .. } => &mut counts.notifications,
+                Event::AbortSignal { .. } => &mut counts.aborts,
+                _ => continue,
+            };
+            *count += 1;
+        }
+        counts
+    }
+}
+
 /// 0-based index into the trace's events; rendered 1-based.
 pub type Line = usize;
 
@@ -194,6 +228,10 @@ struct Shared<'a> {
     request_messages: OnceCell<Vec<Option<Vec<Cow<'a, Message>>>>>,
     /// The registry's tool specs, in registration order.
     registry_tools: OnceCell<Vec<ToolSpec>>,
+    /// For each operation with requests, in the order of its first request, its requests.
+    requests_by_op: OnceCell<Vec<(OpId, Vec<RequestInfo<'a>>)>>,
+    /// For each operation with appends, in the order of its first append, its appends.
+    appends_by_op: OnceCell<Vec<(OpId, Vec<AppendInfo<'a>>)>>,
     /// For each operation with appends, in delivery order, the messages it appended.
     appended_messages: OnceCell<Vec<(OpId, Vec<&'a Message>)>>,
     /// Every tool call's story (`call_stories`).
@@ -220,20 +258,22 @@ impl<'a> Timeline<'a> {
             },
             None => (scenario.session.is_empty().then(Vec::new), None),
         };
+        // Each list sized once: counting the events costs less than growing the lists.
+        let counts = KindCounts::of(&trace.events);
         let mut timeline = Timeline {
             scenario,
             events: &trace.events,
             store,
             restored: None,
             restore_failed: None,
-            ops: Vec::new(),
-            requests: Vec::new(),
-            tool_calls: Vec::new(),
-            hooks: Vec::new(),
-            appends: Vec::new(),
-            writes: Vec::new(),
-            notifications: Vec::new(),
-            aborts: Vec::new(),
+            ops: Vec::with_capacity(counts.ops),
+            requests: Vec::with_capacity(counts.requests),
+            tool_calls: Vec::with_capacity(counts.tool_calls),
+            hooks: Vec::with_capacity(counts.hooks),
+            appends: Vec::with_capacity(counts.appends),
+            writes: Vec::with_capacity(counts.writes),
+            notifications: Vec::with_capacity(counts.notifications),
+            aborts: Vec::with_capacity(counts.aborts),
             end: None,
             initial_path,
             leaf_path_error,
@@ -245,8 +285,15 @@ impl<'a> Timeline<'a> {
 
     fn derive(&mut self) {
         // Prompt-like operations whose run has not finished, in delivery order.
-        let mut unfinished: Vec<OpId> = Vec::new();
-        let mut by_effect = EffectIndex::default();
+        let mut unfinished: Vec<OpId> = Vec::with_capacity(self.ops.capacity());
+        let mut by_effect = EffectIndex(Vec::with_capacity(
+            self.requests.capacity()
+                + self.tool_calls.capacity()
+                + self.hooks.capacity()
+                + self.appends.capacity()
+                + self.writes.capacity()
+                + self.notifications.capacity(),
+        ));
         let events: &'a [Event] = self.events;
         for (line, event) in events.iter().enumerate() {
             match event {
@@ -423,9 +470,15 @@ impl<'a> Timeline<'a> {
         self.ops.iter_mut().find(|info| info.op == op)
     }
 
-    /// The appends attributed to `op`, in order.
-    pub fn appends_of(&self, op: OpId) -> Vec<&AppendInfo<'a>> {
-        self.appends.iter().filter(|append| append.op == Some(op)).collect()
+    /// The appends attributed to `op`, in order (grouped once for every operation: a dozen
+    /// checkers ask, some once per operation).
+    pub fn appends_of(&self, op: OpId) -> &[AppendInfo<'a>] {
+        of_op(
+            self.shared
+                .appends_by_op
+                .get_or_init(|| by_op(&self.appends, |append| append.op)),
+            op,
+        )
     }
 
     /// The messages `op` appended, in order (derived once for every operation).
@@ -492,8 +545,13 @@ impl<'a> Timeline<'a> {
             .as_deref()
     }
 
-    pub fn requests_of(&self, op: OpId) -> Vec<&RequestInfo<'a>> {
-        self.requests.iter().filter(|request| request.op == Some(op)).collect()
+    pub fn requests_of(&self, op: OpId) -> &[RequestInfo<'a>] {
+        of_op(
+            self.shared
+                .requests_by_op
+                .get_or_init(|| by_op(&self.requests, |request| request.op)),
+            op,
+        )
     }
 
     /// Whether every append of `op` was accepted before `line`, and there was at least one.
@@ -512,13 +570,13 @@ impl<'a> Timeline<'a> {
 
     /// The leaf the runtime should hold at `line`: the last append accepted before it, else
     /// the restored leaf.
-    pub fn leaf_at(&self, line: Line) -> Option<String> {
+    pub fn leaf_at(&self, line: Line) -> Option<&'a str> {
         self.appends
             .iter()
             .filter(|append| append.accepted_before(line))
             .max_by_key(|append| append.answer.as_ref().map(|(at, _)| *at))
-            .map(|append| append.entry.id.clone())
-            .or_else(|| self.scenario.config.active_leaf_id.clone())
+            .map(|append| append.entry.id.as_str())
+            .or(self.scenario.config.active_leaf_id.as_deref())
     }
 
     /// The active path at `line`: the tree of the session plus accepted appends, walked from
@@ -537,7 +595,7 @@ impl<'a> Timeline<'a> {
             .collect();
         let entries = self.scenario.session.iter().chain(accepted.iter().copied());
         match self.leaf_at(line) {
-            Some(leaf) => path_to_borrowed(entries, &leaf).ok().or_else(|| {
+            Some(leaf) => path_to_borrowed(entries, leaf).ok().or_else(|| {
                 let mut path = initial.clone();
                 path.extend(accepted);
                 Some(path)
@@ -630,6 +688,30 @@ impl<'a> Timeline<'a> {
     pub fn next_event(&self, line: Line) -> Option<&'a Event> {
         self.events.get(line + 1)
     }
+}
+
+/// `items` grouped by their operation, in the order of each operation's first item; items of
+/// no operation left out. The infos are references and copies, so a group costs one list.
+fn by_op<T: Clone>(items: &[T], op_of: impl Fn(&T) -> Option<OpId>) -> Vec<(OpId, Vec<T>)> {
+    let mut grouped: Vec<(OpId, Vec<T>)> = Vec::new();
+    for item in items {
+        let Some(op) = op_of(item) else {
+            continue;
+        };
+        match grouped.iter_mut().find(|(other, _)| *other == op) {
+            Some((_, group)) => group.push(item.clone()),
+            None => grouped.push((op, vec![item.clone()])),
+        }
+    }
+    grouped
+}
+
+/// The group of `op` in `grouped`; empty when it has none.
+fn of_op<T>(grouped: &[(OpId, Vec<T>)], op: OpId) -> &[T] {
+    grouped
+        .iter()
+        .find(|(other, _)| *other == op)
+        .map_or(&[], |(_, group)| group.as_slice())
 }
 
 /// The index of the story of call `id` in `op`'s run, which is added when it is new.

@@ -133,7 +133,26 @@ fn message_contains(message: &Message, needle: &str) -> bool {
             content: crate::model::UserContent::Text(text),
             ..
         }) => text.contains(needle),
-        other => other.text().contains(needle),
+        Message::User(crate::model::UserMessage {
+            content: crate::model::UserContent::Blocks(blocks),
+            ..
+        }) => blocks_contain(blocks, needle),
+        Message::ToolResult(result) => blocks_contain(&result.content, needle),
+    }
+}
+
+/// Whether the text of `blocks` (their text blocks joined, as [`Message::text`] joins them)
+/// contains `needle`; one text block is searched in place.
+fn blocks_contain(blocks: &[ContentBlock], needle: &str) -> bool {
+    let texts = blocks.iter().filter_map(|block| match block {
+        ContentBlock::Text { text } => Some(text.as_str()),
+        ContentBlock::Image { .. } => None,
+    });
+    let mut probe = texts.clone();
+    match (probe.next(), probe.next()) {
+        (None, _) => "".contains(needle),
+        (Some(only), None) => only.contains(needle),
+        _ => texts.collect::<String>().contains(needle),
     }
 }
 
@@ -157,59 +176,58 @@ fn blocks(answer: &Option<(Line, &HookOutcome)>) -> bool {
     matches!(answer, Some((_, HookOutcome::Deny { .. } | HookOutcome::Threw { .. })))
 }
 
+/// Whether `hooks` ran as the extensions `names`, in order: a prefix of them, or all of them.
+fn in_order<'h, 'a: 'h>(
+    mut hooks: impl Iterator<Item = &'h HookInfo<'a>>,
+    mut names: impl Iterator<Item = &'a str>,
+    all: bool,
+) -> bool {
+    hooks.all(|hook| names.next() == Some(hook.extension)) && (!all || names.next().is_none())
+}
+
+fn names_of<'h, 'a: 'h>(hooks: impl Iterator<Item = &'h HookInfo<'a>>) -> String {
+    hooks.map(|hook| hook.extension).collect::<Vec<_>>().join(",")
+}
+
 pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let extensions: Vec<&str> = timeline
-        .scenario
-        .extensions
-        .iter()
-        .map(|script| script.name.as_str())
-        .collect();
+    let extensions = &timeline.scenario.extensions;
+    let extension_names = || extensions.iter().map(|script| script.name.as_str());
+    let extensions_list = || extension_names().collect::<Vec<_>>().join(",");
     let mut violations = Vec::new();
     for story in timeline.call_stories() {
-        let befores: Vec<&HookInfo> = story_hooks(timeline, story)
-            .filter(|hook| hook.phase == HookPhase::Before)
-            .collect();
-        let afters: Vec<&HookInfo> = story_hooks(timeline, story)
-            .filter(|hook| hook.phase == HookPhase::After)
-            .collect();
-        let before_names: Vec<&str> = befores.iter().map(|hook| hook.extension).collect();
-        let after_names: Vec<&str> = afters.iter().map(|hook| hook.extension).collect();
-        let first_line = |lines: &[Line]| lines.iter().copied().min();
-        if !extensions.starts_with(&before_names) {
+        // Judged without collecting: a run's hooks are read again only to report.
+        let befores = || story_hooks(timeline, story).filter(|hook| hook.phase == HookPhase::Before);
+        let afters = || story_hooks(timeline, story).filter(|hook| hook.phase == HookPhase::After);
+        if !in_order(befores(), extension_names(), false) {
             violations.push(Violation::new(
                 "WIRE-4.a",
-                &befores.iter().map(|hook| hook.line).collect::<Vec<_>>(),
+                &befores().map(|hook| hook.line).collect::<Vec<_>>(),
                 format!(
                     "call {}: before hooks ran as [{}], extensions are [{}]",
                     story.call_id,
-                    before_names.join(","),
-                    extensions.join(",")
+                    names_of(befores()),
+                    extensions_list()
                 ),
             ));
         }
         // Once the call has a recorded result and no before hook blocked it, every
         // extension's after hook ran, in order: none skipped, the last one included.
-        let blocked = befores.iter().any(|hook| blocks(&hook.answer));
+        let blocked = befores().any(|hook| blocks(&hook.answer));
         let complete = !blocked && recorded_result(timeline, story.op, story.call_id).is_some();
-        let afters_ok = if complete {
-            after_names == extensions
-        } else {
-            extensions.starts_with(&after_names)
-        };
-        if !afters_ok {
+        if !in_order(afters(), extension_names(), complete) {
             violations.push(Violation::new(
                 "WIRE-4.b",
-                &afters.iter().map(|hook| hook.line).collect::<Vec<_>>(),
+                &afters().map(|hook| hook.line).collect::<Vec<_>>(),
                 format!(
                     "call {}: after hooks ran as [{}], extensions are [{}]",
                     story.call_id,
-                    after_names.join(","),
-                    extensions.join(",")
+                    names_of(afters()),
+                    extensions_list()
                 ),
             ));
         }
-        let last_before = befores.iter().map(|hook| hook.line).max();
-        let first_after = first_line(&afters.iter().map(|hook| hook.line).collect::<Vec<_>>());
+        let last_before = befores().map(|hook| hook.line).max();
+        let first_after = afters().map(|hook| hook.line).min();
         if let (Some(last_before), Some(first_after)) = (last_before, first_after) {
             if first_after < last_before {
                 violations.push(Violation::new(
@@ -237,7 +255,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
                     ));
                 }
             }
-            for hook in &afters {
+            for hook in afters() {
                 if let Some(result) = hook.result {
                     if result.tool_call_id != story.call_id || result.tool_name != name {
                         violations.push(Violation::new(
@@ -253,13 +271,9 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
             }
         }
         for core in story_core(timeline, story) {
-            let all_allowed = befores.len() == extensions.len()
-                && befores
-                    .iter()
-                    .all(|hook| hook.answer.is_some() && !blocks(&hook.answer));
-            let before_done = befores
-                .iter()
-                .all(|hook| hook.answer.as_ref().is_some_and(|(line, _)| *line < core.line));
+            let all_allowed = befores().count() == extensions.len()
+                && befores().all(|hook| hook.answer.is_some() && !blocks(&hook.answer));
+            let before_done = befores().all(|hook| hook.answer.as_ref().is_some_and(|(line, _)| *line < core.line));
             if !all_allowed || !before_done {
                 violations.push(Violation::new(
                     "WIRE-4.c",
@@ -270,7 +284,7 @@ pub fn hooks_wrap_the_core_executor(timeline: &Timeline<'_>) -> Vec<Violation> {
                     ),
                 ));
             }
-            if let Some(early) = afters.iter().find(|hook| hook.line < core.line) {
+            if let Some(early) = afters().find(|hook| hook.line < core.line) {
                 violations.push(Violation::new(
                     "WIRE-4.c",
                     &[early.line, core.line],

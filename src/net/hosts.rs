@@ -692,7 +692,9 @@ pub(crate) async fn verifier_client(shared: Shared, scenario: Rc<Scenario>) -> H
     // leaf the runtime was restored at.
     let leaf = {
         let record = shared.borrow();
-        Timeline::new(&scenario, &record.trace, &[]).leaf_at(record.trace.events.len())
+        Timeline::new(&scenario, &record.trace, &[])
+            .leaf_at(record.trace.events.len())
+            .map(str::to_string)
     };
     let read = async {
         let mut stream = TcpStream::connect((STORE_HOST, STORE_PORT)).await?;
