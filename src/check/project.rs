@@ -30,8 +30,7 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
     let op = request.op?;
     let system_prompt = timeline.expected_system_prompt();
     let budget = timeline.scenario.config.context;
-    let appends = timeline.appends.iter().filter(|append| append.op == Some(op));
-    let run_messages: Vec<&'a Message> = appends.clone().filter_map(|append| append.entry.as_message()).collect();
+    let run_messages: &[&'a Message] = timeline.appended_messages(op);
     let index = timeline
         .requests
         .iter()
@@ -44,7 +43,9 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
         .nth(index)
         .map(|(position, _)| position)?;
     // In message positions: entries that are not messages (metadata) do not count.
-    let persisted = appends
+    let persisted = timeline
+        .appends_of(op)
+        .iter()
         .filter(|append| append.entry.as_message().is_some() && append.accepted_before(request.line))
         .count();
     let unpersisted = run_messages.get(persisted..end)?;
