@@ -29,25 +29,35 @@ enum Kind {
     Notify,
 }
 
-/// Each issued effect's index in its kind's list, by effect and kind, sorted: an answer finds
-/// only an effect of its own kind. Effect ids grow through a run, so an insertion is nearly
-/// always a push, and the sorted list costs a fraction of a map's nodes.
+/// Each issued effect's index in its kind's list, by effect and kind, sorted, with whether an
+/// answer has claimed it: an answer finds only an effect of its own kind. Effect ids grow
+/// through a run, so an insertion is nearly always a push, and the sorted list costs a
+/// fraction of a map's nodes.
 #[derive(Default)]
-struct EffectIndex(Vec<((EffectId, Kind), usize)>);
+struct EffectIndex(Vec<((EffectId, Kind), usize, bool)>);
 
 impl EffectIndex {
-    /// Records that `effect`, of `kind`, is at `index` of its kind's list; a reissued id
-    /// points at its latest issue.
+    /// Records that `effect`, of `kind`, is at `index` of its kind's list, after any earlier
+    /// issue of the same id.
     fn insert(&mut self, effect: EffectId, kind: Kind, index: usize) {
-        match self.0.binary_search_by_key(&(effect, kind), |(key, _)| *key) {
-            Ok(found) => self.0[found].1 = index,
-            Err(at) => self.0.insert(at, ((effect, kind), index)),
-        }
+        let at = self.0.partition_point(|(key, _, _)| *key <= (effect, kind));
+        self.0.insert(at, ((effect, kind), index, false));
     }
 
-    fn get(&self, effect: EffectId, kind: Kind) -> Option<usize> {
-        let found = self.0.binary_search_by_key(&(effect, kind), |(key, _)| *key).ok()?;
-        Some(self.0[found].1)
+    /// The issue an answer to `effect`, of `kind`, completes: the oldest unanswered issue of
+    /// that id, as the worlds answer their pending effects (and as [`Trace::applied_store`]
+    /// reads them); the latest issue when every one was answered already.
+    fn answer(&mut self, effect: EffectId, kind: Kind) -> Option<usize> {
+        let first = self.0.partition_point(|(key, _, _)| *key < (effect, kind));
+        let issues = &mut self.0[first..];
+        let same = issues.iter().take_while(|(key, _, _)| *key == (effect, kind)).count();
+        let issues = &mut issues[..same];
+        let (_, index, answered) = match issues.iter().position(|(_, _, answered)| !answered) {
+            Some(oldest) => &mut issues[oldest],
+            None => issues.last_mut()?,
+        };
+        *answered = true;
+        Some(*index)
     }
 }
 
@@ -333,7 +343,7 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::ModelResponse { effect, message } => {
-                    if let Some(index) = by_effect.get(*effect, Kind::Request) {
+                    if let Some(index) = by_effect.answer(*effect, Kind::Request) {
                         self.requests[index].response = Some((line, message));
                     }
                 }
@@ -351,7 +361,7 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::ToolAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(*effect, Kind::Tool) {
+                    if let Some(index) = by_effect.answer(*effect, Kind::Tool) {
                         self.tool_calls[index].answer = Some((line, answer));
                     }
                 }
@@ -375,7 +385,7 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::HookAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(*effect, Kind::Hook) {
+                    if let Some(index) = by_effect.answer(*effect, Kind::Hook) {
                         self.hooks[index].answer = Some((line, answer));
                     }
                 }
@@ -390,7 +400,7 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::AppendAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(*effect, Kind::Append) {
+                    if let Some(index) = by_effect.answer(*effect, Kind::Append) {
                         self.appends[index].answer = Some((line, answer));
                     }
                 }
@@ -412,7 +422,7 @@ impl<'a> Timeline<'a> {
                     }
                 }
                 Event::WriteAnswer { effect, error } => {
-                    if let Some(index) = by_effect.get(*effect, Kind::Write) {
+                    if let Some(index) = by_effect.answer(*effect, Kind::Write) {
                         self.writes[index].answer = Some((line, error.as_ref()));
                     }
                 }
@@ -444,7 +454,7 @@ impl<'a> Timeline<'a> {
                     });
                 }
                 Event::NotifyAnswer { effect, answer } => {
-                    if let Some(index) = by_effect.get(*effect, Kind::Notify) {
+                    if let Some(index) = by_effect.answer(*effect, Kind::Notify) {
                         self.notifications[index].answer = Some((line, answer));
                     }
                 }
@@ -727,5 +737,60 @@ fn story_index<'a>(stories: &mut Vec<CallStory<'a>>, op: Option<OpId>, id: &'a s
             });
             stories.len() - 1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Timeline;
+    use crate::model::{Message, SessionEntry};
+    use crate::runtime::EffectId;
+    use crate::trace::{AppendAnswer, Event, Trace};
+
+    /// An answer to a reissued effect id completes its oldest unanswered issue, as the worlds
+    /// answer their pending effects and as `Trace::applied_store` reads the trace; an answer of
+    /// another kind claims nothing of it.
+    #[test]
+    fn an_answer_completes_the_oldest_unanswered_issue_of_its_id() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/wiring/walkthrough.json");
+        let scenario = crate::scenario::load(&path, "walkthrough", crate::check::RULE_IDS)
+            .expect("the walk-through loads")
+            .scenario;
+        let append = |id: &str| Event::Append {
+            effect: EffectId(7),
+            entry: SessionEntry::message(id, None, "2026-01-01T00:00:00.000Z", Message::user(id, 0)),
+        };
+        let answer = || Event::AppendAnswer {
+            effect: EffectId(7),
+            answer: AppendAnswer::Ok,
+        };
+        let trace = Trace {
+            events: vec![
+                append("first"),
+                append("second"),
+                Event::WriteAnswer {
+                    effect: EffectId(7),
+                    error: None,
+                },
+                answer(),
+            ],
+        };
+        let timeline = Timeline::new(&scenario, &trace, &[]);
+        let answered: Vec<Option<usize>> = timeline
+            .appends
+            .iter()
+            .map(|append| append.answer.map(|(line, _)| line))
+            .collect();
+        assert_eq!(answered, [Some(3), None]);
+
+        let mut trace = trace;
+        trace.events.push(answer());
+        let timeline = Timeline::new(&scenario, &trace, &[]);
+        let answered: Vec<Option<usize>> = timeline
+            .appends
+            .iter()
+            .map(|append| append.answer.map(|(line, _)| line))
+            .collect();
+        assert_eq!(answered, [Some(3), Some(4)]);
     }
 }
