@@ -97,7 +97,7 @@ pub fn inactive_skill_body_never_sent(timeline: &Timeline<'_>) -> Vec<Violation>
                 let index = match searched.iter().position(|(text, _)| *text == prompt) {
                     Some(index) => index,
                     None => {
-                        searched.push((prompt, bodies.iter().map(|(_, body)| prompt.contains(body)).collect()));
+                        searched.push((prompt, bodies.iter().map(|(_, body)| contains(prompt, body)).collect()));
                         searched.len() - 1
                     }
                 };
@@ -122,23 +122,41 @@ pub fn inactive_skill_body_never_sent(timeline: &Timeline<'_>) -> Vec<Violation>
 fn message_contains(message: &Message, needle: &str) -> bool {
     match message {
         Message::Assistant(assistant) => assistant.content.iter().any(|block| match block {
-            crate::model::AssistantBlock::Text { text } => text.contains(needle),
-            crate::model::AssistantBlock::Thinking { thinking } => thinking.contains(needle),
+            crate::model::AssistantBlock::Text { text } => contains(text, needle),
+            crate::model::AssistantBlock::Thinking { thinking } => contains(thinking, needle),
             crate::model::AssistantBlock::ToolCall(call) => {
-                serde_json::to_string(&call.arguments).is_ok_and(|arguments| arguments.contains(needle))
+                serde_json::to_string(&call.arguments).is_ok_and(|arguments| contains(&arguments, needle))
             }
         }),
         // A plain user text is its own text: searched in place, without a copy.
         Message::User(crate::model::UserMessage {
             content: crate::model::UserContent::Text(text),
             ..
-        }) => text.contains(needle),
+        }) => contains(text, needle),
         Message::User(crate::model::UserMessage {
             content: crate::model::UserContent::Blocks(blocks),
             ..
         }) => blocks_contain(blocks, needle),
         Message::ToolResult(result) => blocks_contain(&result.content, needle),
     }
+}
+
+/// Whether `haystack` contains `needle`, as [`str::contains`] says. A skill's body is mostly
+/// longer than the 32 bytes `str::contains` searches with SIMD (a longer needle sets up a
+/// two-way searcher for every text): its first up to 32 bytes are searched first, and the
+/// whole only where they occur.
+fn contains(haystack: &str, needle: &str) -> bool {
+    const SIMD_NEEDLE: usize = 32;
+    if needle.len() > SIMD_NEEDLE && needle.len() < haystack.len() {
+        let cut = (1..=SIMD_NEEDLE)
+            .rev()
+            .find(|cut| needle.is_char_boundary(*cut))
+            .expect("a char boundary lies within the first 4 bytes");
+        if !haystack.contains(&needle[..cut]) {
+            return false;
+        }
+    }
+    haystack.contains(needle)
 }
 
 /// Whether the text of `blocks` (their text blocks joined, as [`Message::text`] joins them)
@@ -150,9 +168,9 @@ fn blocks_contain(blocks: &[ContentBlock], needle: &str) -> bool {
     });
     let mut probe = texts.clone();
     match (probe.next(), probe.next()) {
-        (None, _) => "".contains(needle),
-        (Some(only), None) => only.contains(needle),
-        _ => texts.collect::<String>().contains(needle),
+        (None, _) => needle.is_empty(),
+        (Some(only), None) => contains(only, needle),
+        _ => contains(&texts.collect::<String>(), needle),
     }
 }
 
@@ -534,4 +552,50 @@ pub fn after_hook_decides_the_result(timeline: &Timeline<'_>) -> Vec<Violation> 
         }
     }
     violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains;
+    use proptest::prelude::*;
+
+    /// The prefiltered search answers as `str::contains` does: needles around the 32 bytes the
+    /// prefilter cuts at, with multi-byte characters across the cut, found and not found.
+    #[test]
+    fn the_prefiltered_search_answers_as_str_contains() {
+        let body = "REVIEW SKILL BODY: never shown while inactive";
+        let wide = "技能正文：在未激活时永远不会发送给模型的内容";
+        let cases = [
+            ("", body),
+            (body, body),
+            ("prefix REVIEW SKILL BODY: never shown while inactive suffix", body),
+            ("prefix REVIEW SKILL BODY: never shown while ACTIVE suffix", body),
+            ("REVIEW SKILL BODY: never shown while inactiv", body),
+            ("系统提示 技能正文：在未激活时永远不会发送给模型的内容。", wide),
+            ("系统提示 技能正文：在未激活时永远不会发送给模型的内", wide),
+            ("技能正文：在未激活时永远不会发送给模型的其他内容", wide),
+        ];
+        for (haystack, needle) in cases {
+            assert_eq!(
+                contains(haystack, needle),
+                haystack.contains(needle),
+                "{haystack:?} / {needle:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_prefiltered_search_agrees_with_str_contains(
+            haystack in "[ab技 ]{0,80}",
+            needle in "[ab技 ]{0,50}",
+            at in 0usize..80,
+        ) {
+            prop_assert_eq!(contains(&haystack, &needle), haystack.contains(needle.as_str()));
+            // The needle planted in the haystack is found.
+            let at = (0..=at.min(haystack.len())).rev().find(|at| haystack.is_char_boundary(*at)).unwrap_or(0);
+            let planted = format!("{}{needle}{}", &haystack[..at], &haystack[at..]);
+            prop_assert!(contains(&planted, &needle));
+        }
+    }
 }
