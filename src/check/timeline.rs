@@ -775,22 +775,18 @@ mod tests {
                 answer(),
             ],
         };
-        let timeline = Timeline::new(&scenario, &trace, &[]);
-        let answered: Vec<Option<usize>> = timeline
-            .appends
-            .iter()
-            .map(|append| append.answer.map(|(line, _)| line))
-            .collect();
-        assert_eq!(answered, [Some(3), None]);
+        // The line each append's answer is at, as the timeline attributes them.
+        let answered = |trace: &Trace| -> Vec<Option<usize>> {
+            Timeline::new(&scenario, trace, &[])
+                .appends
+                .iter()
+                .map(|append| append.answer.map(|(line, _)| line))
+                .collect()
+        };
+        assert_eq!(answered(&trace), [Some(3), None]);
 
         let mut trace = trace;
         trace.events.push(answer());
-        let timeline = Timeline::new(&scenario, &trace, &[]);
-        let answered: Vec<Option<usize>> = timeline
-            .appends
-            .iter()
-            .map(|append| append.answer.map(|(line, _)| line))
-            .collect();
-        assert_eq!(answered, [Some(3), Some(4)]);
+        assert_eq!(answered(&trace), [Some(3), Some(4)]);
     }
 }
