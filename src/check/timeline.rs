@@ -242,7 +242,7 @@ struct Shared<'a> {
     requests_by_op: OnceCell<Vec<(OpId, Vec<RequestInfo<'a>>)>>,
     /// For each operation with appends, in the order of its first append, its appends.
     appends_by_op: OnceCell<Vec<(OpId, Vec<AppendInfo<'a>>)>>,
-    /// For each operation with appends, in delivery order, the messages it appended.
+    /// For each operation with appended messages, in the order of its first, the messages.
     appended_messages: OnceCell<Vec<(OpId, Vec<&'a Message>)>>,
     /// Every tool call's story (`call_stories`).
     call_stories: OnceCell<Vec<CallStory<'a>>>,
@@ -486,30 +486,19 @@ impl<'a> Timeline<'a> {
         of_op(
             self.shared
                 .appends_by_op
-                .get_or_init(|| by_op(&self.appends, |append| append.op)),
+                .get_or_init(|| by_op(&self.appends, |append| Some((append.op?, append.clone())))),
             op,
         )
     }
 
     /// The messages `op` appended, in order (derived once for every operation).
     pub fn appended_messages(&self, op: OpId) -> &[&'a Message] {
-        let appended = self.shared.appended_messages.get_or_init(|| {
-            let mut appended: Vec<(OpId, Vec<&'a Message>)> = Vec::new();
-            for append in &self.appends {
-                let (Some(op), Some(message)) = (append.op, append.entry.as_message()) else {
-                    continue;
-                };
-                match appended.iter_mut().find(|(other, _)| *other == op) {
-                    Some((_, messages)) => messages.push(message),
-                    None => appended.push((op, vec![message])),
-                }
-            }
-            appended
-        });
-        appended
-            .iter()
-            .find(|(other, _)| *other == op)
-            .map_or(&[], |(_, messages)| messages.as_slice())
+        of_op(
+            self.shared
+                .appended_messages
+                .get_or_init(|| by_op(&self.appends, |append| Some((append.op?, append.entry.as_message()?)))),
+            op,
+        )
     }
 
     /// The specs of the scenario's tools, in registration order: what every request carries
@@ -559,7 +548,7 @@ impl<'a> Timeline<'a> {
         of_op(
             self.shared
                 .requests_by_op
-                .get_or_init(|| by_op(&self.requests, |request| request.op)),
+                .get_or_init(|| by_op(&self.requests, |request| Some((request.op?, request.clone())))),
             op,
         )
     }
@@ -700,17 +689,14 @@ impl<'a> Timeline<'a> {
     }
 }
 
-/// `items` grouped by their operation, in the order of each operation's first item; items of
-/// no operation left out. The infos are references and copies, so a group costs one list.
-fn by_op<T: Clone>(items: &[T], op_of: impl Fn(&T) -> Option<OpId>) -> Vec<(OpId, Vec<T>)> {
-    let mut grouped: Vec<(OpId, Vec<T>)> = Vec::new();
-    for item in items {
-        let Some(op) = op_of(item) else {
-            continue;
-        };
+/// What `keyed` gives for each of `items` (an operation and a value; `None` leaves the item
+/// out), grouped by the operation, in the order of each operation's first value.
+fn by_op<T, V>(items: &[T], keyed: impl Fn(&T) -> Option<(OpId, V)>) -> Vec<(OpId, Vec<V>)> {
+    let mut grouped: Vec<(OpId, Vec<V>)> = Vec::new();
+    for (op, value) in items.iter().filter_map(keyed) {
         match grouped.iter_mut().find(|(other, _)| *other == op) {
-            Some((_, group)) => group.push(item.clone()),
-            None => grouped.push((op, vec![item.clone()])),
+            Some((_, group)) => group.push(value),
+            None => grouped.push((op, vec![value])),
         }
     }
     grouped

@@ -151,7 +151,7 @@ fn contains(haystack: &str, needle: &str) -> bool {
         let cut = (1..=SIMD_NEEDLE)
             .rev()
             .find(|cut| needle.is_char_boundary(*cut))
-            .expect("a char boundary lies within the first 4 bytes");
+            .expect("any 4 bytes of a string hold a char boundary");
         if !haystack.contains(&needle[..cut]) {
             return false;
         }
