@@ -32,9 +32,9 @@ pub fn fixed_costs_first_and_budget_used(timeline: &Timeline<'_>) -> Vec<Violati
         // Not fewer either: the newest interactions that fit are all kept.
         if let Some(expected) = super::project::expected_request_messages(timeline, request) {
             let ends_with_request = expected.len() >= request.messages.len()
-                && expected[expected.len() - request.messages.len()..]
-                    .iter()
-                    .map(|message| &**message)
+                && expected
+                    .messages()
+                    .skip(expected.len() - request.messages.len())
                     .eq(request.messages);
             if request.messages.len() < expected.len() && ends_with_request {
                 violations.push(Violation::new(

@@ -2,8 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use std::borrow::Cow;
-
 use crate::model::{first_json_difference, project_over, Message, Projection};
 use crate::runtime::{OpId, SignalId};
 use crate::trace::quote_short;
@@ -21,12 +19,12 @@ use super::Violation;
 pub fn expected_request_messages<'t, 'a>(
     timeline: &'t Timeline<'a>,
     request: &RequestInfo<'_>,
-) -> Option<&'t [Cow<'a, Message>]> {
+) -> Option<&'t Projection<'a>> {
     let index = timeline.requests.iter().position(|other| other.line == request.line)?;
     timeline.request_messages(index, derive_request_messages)
 }
 
-fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>) -> Option<Vec<Cow<'a, Message>>> {
+fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>) -> Option<Projection<'a>> {
     let op = request.op?;
     let system_prompt = timeline.expected_system_prompt();
     let budget = timeline.scenario.config.context;
@@ -49,35 +47,21 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
         .filter(|append| append.entry.as_message().is_some() && append.accepted_before(request.line))
         .count();
     let unpersisted = run_messages.get(persisted..end)?;
-    let lent = |projection: Projection<'a>| -> Vec<Cow<'a, Message>> {
-        let Projection { summary, kept, .. } = projection;
-        summary
-            .map(Cow::Owned)
-            .into_iter()
-            .chain(kept.into_iter().map(Cow::Borrowed))
-            .collect()
-    };
     match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
         (Some(initial), Some(accepted)) => {
             let suffix = accepted.iter().chain(unpersisted).copied();
-            Some(lent(project_over(
-                initial.iter().copied(),
-                suffix,
-                system_prompt,
-                &budget,
-            )))
+            Some(project_over(initial.iter().copied(), suffix, system_prompt, &budget))
         }
         _ => {
             // The accepted appends do not form one chain (a broken runtime): the path is
-            // walked again over the session and the accepted entries, and copied.
+            // walked again over the session and the accepted entries.
             let path = timeline.active_path_at(request.line)?;
-            let projection = project_over(
+            Some(project_over(
                 path.iter().copied(),
                 unpersisted.iter().copied(),
                 system_prompt,
                 &budget,
-            );
-            Some(projection.messages().cloned().map(Cow::Owned).collect())
+            ))
         }
     }
 }
@@ -88,7 +72,7 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
         let Some(expected) = expected_request_messages(timeline, request) else {
             continue;
         };
-        if expected.iter().map(|message| &**message).eq(request.messages) {
+        if expected.messages().eq(request.messages) {
             continue;
         }
         let roles =
@@ -99,7 +83,7 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
             format!(
                 "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]{}",
                 roles(&mut request.messages.iter()),
-                roles(&mut expected.iter().map(|message| &**message)),
+                roles(&mut expected.messages()),
                 first_message_difference(request.messages, expected)
             ),
         ));
@@ -109,11 +93,11 @@ pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> 
 
 /// Where two lists of messages of the same roles first differ, as `: message N (role), field F:
 /// the request has X, build_context has Y`; nothing when the roles differ (the lists say it).
-fn first_message_difference(carried: &[Message], expected: &[Cow<'_, Message>]) -> String {
+fn first_message_difference(carried: &[Message], expected: &Projection<'_>) -> String {
     let same_roles = carried.len() == expected.len()
         && carried
             .iter()
-            .zip(expected)
+            .zip(expected.messages())
             .all(|(left, right)| left.role() == right.role());
     if !same_roles {
         return String::new();
@@ -121,9 +105,9 @@ fn first_message_difference(carried: &[Message], expected: &[Cow<'_, Message>]) 
     let json = |message: &Message| serde_json::to_value(message).expect("messages serialize");
     carried
         .iter()
-        .zip(expected)
+        .zip(expected.messages())
         .enumerate()
-        .find(|(_, (left, right))| *left != &***right)
+        .find(|(_, (left, right))| left != right)
         .and_then(|(index, (left, right))| {
             let (field, carried, built) = first_json_difference(&json(left), &json(right))?;
             Some(format!(

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 
 use crate::model::{
-    path_to_borrowed, AssistantMessage, Message, PathError, SessionEntry, ToolCall, ToolResultMessage, ToolSpec,
+    path_to_borrowed, AssistantMessage, Message, PathError, Projection, SessionEntry, ToolCall, ToolResultMessage,
+    ToolSpec,
 };
 use crate::runtime::{
     Cause, EffectId, HookOutcome, HookPhase, NotifyOutcome, ObservedEvent, OpId, Settlement, SignalId, ToolOutcome,
@@ -235,7 +236,7 @@ struct Shared<'a> {
     system_prompt: OnceCell<Option<Cow<'a, str>>>,
     /// For each request, in order, the messages it must carry when the trace fixes them
     /// (`check::project::expected_request_messages`).
-    request_messages: OnceCell<Vec<Option<Vec<Cow<'a, Message>>>>>,
+    request_messages: OnceCell<Vec<Option<Projection<'a>>>>,
     /// The registry's tool specs, in registration order.
     registry_tools: OnceCell<Vec<ToolSpec>>,
     /// For each operation with requests, in the order of its first request, its requests.
@@ -535,13 +536,13 @@ impl<'a> Timeline<'a> {
     pub(crate) fn request_messages(
         &self,
         index: usize,
-        derive_one: fn(&Timeline<'a>, &RequestInfo<'a>) -> Option<Vec<Cow<'a, Message>>>,
-    ) -> Option<&[Cow<'a, Message>]> {
+        derive_one: fn(&Timeline<'a>, &RequestInfo<'a>) -> Option<Projection<'a>>,
+    ) -> Option<&Projection<'a>> {
         self.shared
             .request_messages
             .get_or_init(|| self.requests.iter().map(|request| derive_one(self, request)).collect())
             .get(index)?
-            .as_deref()
+            .as_ref()
     }
 
     pub fn requests_of(&self, op: OpId) -> &[RequestInfo<'a>] {

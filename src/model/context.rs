@@ -102,6 +102,15 @@ impl Projection<'_> {
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.summary.iter().chain(self.kept.iter().copied())
     }
+
+    /// How many messages the projection holds.
+    pub fn len(&self) -> usize {
+        usize::from(self.summary.is_some()) + self.kept.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The projection of `path` (its entries root first, from a slice of entries or of entries
