@@ -4,16 +4,18 @@ use std::collections::BTreeMap;
 
 use crate::model::{first_json_difference, project_over, Message, Projection};
 use crate::runtime::{OpId, SignalId};
-use crate::trace::quote_short;
+use crate::trace::{quote_short, Operation};
 
-use super::timeline::{RequestInfo, Timeline};
+use super::timeline::{Line, RequestInfo, Timeline};
 use super::Violation;
 
 /// The messages `request` must carry, when the trace fixes them: `build_context` over the
 /// active path at the request (the restored path and every accepted append) and the run's
 /// unpersisted suffix at that moment. The suffix is exact: the run's messages (as it appended
-/// them) before its response to this request. `None` when the run's appends do not reach this
-/// request's response (a run cut short by poison, dispose or the end of the trace). Derived
+/// them) before its response to this request, or for a run's first request whose response was
+/// never appended, the run's user message when nothing else can precede it
+/// (`first_request_suffix_end`). `None` when the run's appends do not reach a later request's
+/// response (a run cut short by poison, dispose or the end of the trace). Derived
 /// once per request and shared by the checkers that read it (PROJECT-1, CONTEXT-1); lent from
 /// the scenario and the trace but for a compaction's summary.
 pub fn expected_request_messages<'t, 'a>(
@@ -34,12 +36,16 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
         .iter()
         .filter(|other| other.op == Some(op))
         .position(|earlier| earlier.line == request.line)?;
-    let end = run_messages
+    let end = match run_messages
         .iter()
         .enumerate()
         .filter(|(_, message)| message.as_assistant().is_some())
         .nth(index)
-        .map(|(position, _)| position)?;
+    {
+        Some((position, _)) => position,
+        None if index == 0 => first_request_suffix_end(timeline, op, request.line, run_messages)?,
+        None => return None,
+    };
     // In message positions: entries that are not messages (metadata) do not count.
     let persisted = timeline
         .appends_of(op)
@@ -64,6 +70,20 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
             ))
         }
     }
+}
+
+/// Where the suffix of a run's first request ends when the run never appended its response
+/// (its appends failed, or it was cut short): the run's messages before its first response are
+/// its user message and the steering and follow-up messages delivered before the request, so
+/// with none delivered anywhere before it, the suffix is exactly the run's first appended
+/// message, when that is the operation's own prompt. `None` otherwise (not judged).
+fn first_request_suffix_end(timeline: &Timeline<'_>, op: OpId, line: Line, run_messages: &[&Message]) -> Option<usize> {
+    let text = timeline.op(op)?.operation.text()?;
+    let steered = timeline.ops.iter().any(|info| {
+        info.delivered < line && matches!(info.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
+    });
+    let first = run_messages.first()?;
+    (!steered && super::is_user_text(first, text)).then_some(1)
 }
 
 pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> Vec<Violation> {

@@ -285,6 +285,13 @@ pub(crate) const BITES: &[Bite] = &[
         "poison-not-stored",
     ),
     mutant("PROJECT-1.a", "agent/abort-mid-stream", "snapshot-captured-once"),
+    // A run whose first append fails never appends a response: its first request is judged
+    // from the run's user message alone.
+    mutant(
+        "PROJECT-1.a",
+        "poison/reject-at-first-append",
+        "temporary-suffix-dropped",
+    ),
     mutant(
         "PROJECT-2.a",
         "lab13/lab13-3-1-resources-extension-serial-commit",

@@ -115,3 +115,72 @@ fn a_different_but_correct_implementation_has_no_divergence_that_matters() {
         "only {raw} of {compared} raw traces differ: the variant changes too little"
     );
 }
+
+/// PROJECT-1 judges a run's first request even when the run's first append failed, from the
+/// run's user message alone; a steer delivered before the request could have joined it, so
+/// then the request is not judged. On the reference's trace of `poison/reject-at-first-append`,
+/// a steer's message added to the first request is a violation without the steer's delivery
+/// and none with it.
+#[test]
+fn a_cut_short_runs_first_request_is_judged_only_when_nothing_but_its_prompt_precedes_it() {
+    use agentsim::model::{Message, UserContent, UserMessage};
+    use agentsim::runtime::OpId;
+    use agentsim::sim::reference::ReferenceSubject;
+    use agentsim::sim::{simulate, Scripted};
+    use agentsim::trace::{Event, Operation};
+
+    let loaded = corpus()
+        .into_iter()
+        .find(|loaded| loaded.name == "poison/reject-at-first-append")
+        .expect("the corpus has the scenario");
+    let scenario = &loaded.scenario;
+    let outcome = simulate(scenario, &mut ReferenceSubject::new(), &mut Scripted).expect("the reference runs");
+    let project_1 = |trace: &agentsim::trace::Trace| {
+        let stored = outcome.stored(scenario);
+        agentsim::check::check_all(scenario, trace, &stored)
+            .into_iter()
+            .filter(|violation| violation.rule == "PROJECT-1")
+            .count()
+    };
+    assert_eq!(project_1(&outcome.trace), 0, "the reference's own trace is clean");
+
+    let request = outcome
+        .trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::ModelRequest { .. }))
+        .expect("the run makes a request");
+    let mut steered_request = outcome.trace.clone();
+    let Event::ModelRequest { messages, .. } = &mut steered_request.events[request] else {
+        unreachable!("the event at `request` is a model request")
+    };
+    let timestamp = match messages.last() {
+        Some(Message::User(user)) => user.timestamp,
+        other => panic!("the run's first request ends with its user message, not {other:?}"),
+    };
+    messages.push(Message::User(UserMessage {
+        content: UserContent::Text("look at the lexer too".into()),
+        timestamp,
+    }));
+    assert_eq!(
+        project_1(&steered_request),
+        1,
+        "a message the run never had, in its first request, breaks PROJECT-1"
+    );
+
+    let mut delivered = steered_request.clone();
+    delivered.events.insert(
+        request,
+        Event::Deliver {
+            op: OpId(scenario.operations.len() as u32 + 1),
+            operation: Operation::Steer {
+                text: "look at the lexer too".into(),
+            },
+        },
+    );
+    assert_eq!(
+        project_1(&delivered),
+        0,
+        "with a steer delivered before it, the first request is not judged from the prompt alone"
+    );
+}
