@@ -12,10 +12,10 @@ use super::Violation;
 /// The messages `request` must carry, when the trace fixes them: `build_context` over the
 /// active path at the request (the restored path and every accepted append) and the run's
 /// unpersisted suffix at that moment. The suffix is exact: the run's messages (as it appended
-/// them) before its response to this request, or for a run's first request whose response was
-/// never appended, the run's user message when nothing else can precede it
-/// (`first_request_suffix_end`). `None` when the run's appends do not reach a later request's
-/// response (a run cut short by poison, dispose or the end of the trace). Derived
+/// them) before its response to this request, or, for a request whose response was never
+/// appended, the run's appended messages when nothing else can precede that response
+/// (`unappended_response_suffix_end`). `None` when neither fixes the suffix (a run cut short by
+/// poison, dispose or the end of the trace before the messages it needs were appended). Derived
 /// once per request and shared by the checkers that read it (PROJECT-1, CONTEXT-1); lent from
 /// the scenario and the trace but for a compaction's summary.
 pub fn expected_request_messages<'t, 'a>(
@@ -43,8 +43,7 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
         .nth(index)
     {
         Some((position, _)) => position,
-        None if index == 0 => first_request_suffix_end(timeline, op, request.line, run_messages)?,
-        None => return None,
+        None => unappended_response_suffix_end(timeline, op, request.line, index, run_messages)?,
     };
     // In message positions: entries that are not messages (metadata) do not count.
     let persisted = timeline
@@ -72,18 +71,41 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
     }
 }
 
-/// Where the suffix of a run's first request ends when the run never appended its response
-/// (its appends failed, or it was cut short): the run's messages before its first response are
-/// its user message and the steering and follow-up messages delivered before the request, so
-/// with none delivered anywhere before it, the suffix is exactly the run's first appended
-/// message, when that is the operation's own prompt. `None` otherwise (not judged).
-fn first_request_suffix_end(timeline: &Timeline<'_>, op: OpId, line: Line, run_messages: &[&Message]) -> Option<usize> {
+/// Where the suffix of a run's request ends when the run never appended its response to it
+/// (its appends failed, or it was cut short). With no steer or followUp delivered before the
+/// request, the run's messages before that response are its user message, then each earlier
+/// response followed by the results of its tool calls; so when the run's appended messages (a
+/// failed append's entry included) are exactly those, beginning with the operation's own
+/// prompt, holding `index` responses and ending with every result of the last one's tool calls,
+/// they are the whole suffix. `None` otherwise (not judged).
+fn unappended_response_suffix_end(
+    timeline: &Timeline<'_>,
+    op: OpId,
+    line: Line,
+    index: usize,
+    run_messages: &[&Message],
+) -> Option<usize> {
     let text = timeline.op(op)?.operation.text()?;
     let steered = timeline.ops.iter().any(|info| {
         info.delivered < line && matches!(info.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
     });
-    let first = run_messages.first()?;
-    (!steered && super::is_user_text(first, text)).then_some(1)
+    let (first, rest) = run_messages.split_first()?;
+    if steered || !super::is_user_text(first, text) {
+        return None;
+    }
+    if index == 0 {
+        return Some(1);
+    }
+    let responses = rest.iter().filter(|message| message.as_assistant().is_some()).count();
+    let last = rest.iter().rposition(|message| message.as_assistant().is_some())?;
+    let calls = rest[last].as_assistant()?.tool_calls().len();
+    let results = &rest[last + 1..];
+    let complete = responses == index
+        && calls > 0
+        && results.len() == calls
+        && rest.iter().all(|message| !matches!(message, Message::User(_)))
+        && results.iter().all(|message| matches!(message, Message::ToolResult(_)));
+    complete.then_some(run_messages.len())
 }
 
 pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> Vec<Violation> {

@@ -292,6 +292,13 @@ pub(crate) const BITES: &[Bite] = &[
         "poison/reject-at-first-append",
         "temporary-suffix-dropped",
     ),
+    // A run whose append of its last tool result fails: its second request is judged from the
+    // messages it appended, the failed one included.
+    mutant(
+        "PROJECT-1.a",
+        "poison/default-cause-middle-append",
+        "suffix-frozen-at-user",
+    ),
     mutant(
         "PROJECT-2.a",
         "lab13/lab13-3-1-resources-extension-serial-commit",
