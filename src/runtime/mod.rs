@@ -182,12 +182,13 @@ enum Pending {
     Model,
     Tool,
     Hook,
+    /// Boxed, as `Write`'s result: the map of pending effects then moves small values.
     Append {
-        entry: SessionEntry,
+        entry: Box<SessionEntry>,
     },
     Write {
         op: OpId,
-        result: RunResult,
+        result: Box<RunResult>,
     },
     /// An observer's handler runs; nothing waits for it.
     Notify,
@@ -455,7 +456,7 @@ impl Runtime {
                 let Some(Pending::Append { entry }) = self.pending.remove(&effect) else {
                     unreachable!("matched above")
                 };
-                self.handle_append_outcome(entry, outcome);
+                self.handle_append_outcome(*entry, outcome);
             }
             (Pending::Notify, Completion::Notify(_)) => {
                 // An observer only watches: its answer, even a throw, changes nothing.
@@ -466,7 +467,7 @@ impl Runtime {
                     unreachable!("matched above")
                 };
                 let settlement = match outcome {
-                    StoreOutcome::Ok => Settlement::Resolved(OpValue::Run(result)),
+                    StoreOutcome::Ok => Settlement::Resolved(OpValue::Run(*result)),
                     // Returned unchanged; the committed session stays as it is.
                     StoreOutcome::Failed(cause) => Settlement::Rejected(cause),
                 };

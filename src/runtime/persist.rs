@@ -31,7 +31,9 @@ impl Runtime {
             let id = self.ids_and_clock.create_id();
             let timestamp = iso_timestamp(self.ids_and_clock.now());
             let entry = SessionEntry::message(id, self.leaf.as_deref(), timestamp, message);
-            let effect = self.issue(Pending::Append { entry: entry.clone() });
+            let effect = self.issue(Pending::Append {
+                entry: Box::new(entry.clone()),
+            });
             self.effects.push_back(Effect::Append { effect, entry });
             return;
         }
@@ -57,7 +59,10 @@ impl Runtime {
                 // The output is the mode's; the mode settles when the sink answers, while the
                 // queue moves on now: the run is stored.
                 let text = mode.render(&result);
-                let effect = self.issue(Pending::Write { op, result });
+                let effect = self.issue(Pending::Write {
+                    op,
+                    result: Box::new(result),
+                });
                 self.effects.push_back(Effect::Write { effect, text });
                 self.mark_settled(seq);
             }
