@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{first_json_difference, project_over, Message, Projection};
+use crate::model::{first_json_difference, project_over, AssistantMessage, Message, Projection};
 use crate::runtime::{OpId, SignalId};
 use crate::trace::{quote_short, Operation};
 
@@ -28,8 +28,6 @@ pub fn expected_request_messages<'t, 'a>(
 
 fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>) -> Option<Projection<'a>> {
     let op = request.op?;
-    let system_prompt = timeline.expected_system_prompt();
-    let budget = timeline.scenario.config.context;
     let run_messages: &[&'a Message] = timeline.appended_messages(op);
     let index = timeline
         .requests
@@ -45,28 +43,39 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
         Some((position, _)) => position,
         None => unappended_response_suffix_end(timeline, op, request.line, index, run_messages)?,
     };
-    // In message positions: entries that are not messages (metadata) do not count.
-    let persisted = timeline
+    let persisted = persisted_before(timeline, op, request.line);
+    let unpersisted = run_messages.get(persisted..end)?;
+    project_at(timeline, request.line, unpersisted.iter().copied())
+}
+
+/// How many of `op`'s appended messages the store accepted before `line`, in message positions
+/// (entries that are not messages, metadata, do not count).
+fn persisted_before(timeline: &Timeline<'_>, op: OpId, line: Line) -> usize {
+    timeline
         .appends_of(op)
         .iter()
-        .filter(|append| append.entry.as_message().is_some() && append.accepted_before(request.line))
-        .count();
-    let unpersisted = run_messages.get(persisted..end)?;
-    match (&timeline.initial_path, timeline.accepted_chain_before(request.line)) {
+        .filter(|append| append.entry.as_message().is_some() && append.accepted_before(line))
+        .count()
+}
+
+/// `build_context` over the active path at `line` and a run's `unpersisted` suffix.
+fn project_at<'a>(
+    timeline: &Timeline<'a>,
+    line: Line,
+    unpersisted: impl Iterator<Item = &'a Message>,
+) -> Option<Projection<'a>> {
+    let system_prompt = timeline.expected_system_prompt();
+    let budget = timeline.scenario.config.context;
+    match (&timeline.initial_path, timeline.accepted_chain_before(line)) {
         (Some(initial), Some(accepted)) => {
-            let suffix = accepted.iter().chain(unpersisted).copied();
+            let suffix = accepted.into_iter().chain(unpersisted);
             Some(project_over(initial.iter().copied(), suffix, system_prompt, &budget))
         }
         _ => {
             // The accepted appends do not form one chain (a broken runtime): the path is
             // walked again over the session and the accepted entries.
-            let path = timeline.active_path_at(request.line)?;
-            Some(project_over(
-                path.iter().copied(),
-                unpersisted.iter().copied(),
-                system_prompt,
-                &budget,
-            ))
+            let path = timeline.active_path_at(line)?;
+            Some(project_over(path.iter().copied(), unpersisted, system_prompt, &budget))
         }
     }
 }
@@ -108,29 +117,155 @@ fn unappended_response_suffix_end(
     complete.then_some(run_messages.len())
 }
 
+/// What a run holds after the messages it appended, before a request, when its appends stopped
+/// short (a failed append poisons the runtime; the run goes on unstored): one step of the run
+/// for each message, as the trace shows it.
+enum Step<'a> {
+    /// The response to one of the run's earlier requests, as the model gave it.
+    Response(&'a AssistantMessage),
+    /// The result of the tool call with this id.
+    Result(&'a str),
+}
+
+impl Step<'_> {
+    /// Whether `message` is this step: a response with the same tool calls, or the result of
+    /// the same call. Nothing else is compared: a response's other fields and a result's
+    /// content and timestamp are the runtime's (its clock, its hooks).
+    fn is(&self, message: &Message) -> bool {
+        match (self, message) {
+            (Step::Response(response), Message::Assistant(held)) => response
+                .tool_calls()
+                .iter()
+                .map(|call| &call.id)
+                .eq(held.tool_calls().iter().map(|call| &call.id)),
+            (Step::Result(id), Message::ToolResult(result)) => result.tool_call_id == *id,
+            _ => false,
+        }
+    }
+
+    fn role(&self) -> &'static str {
+        match self {
+            Step::Response(_) => "assistant",
+            Step::Result(_) => "toolResult",
+        }
+    }
+}
+
+/// A request whose run appended only part of what precedes it (its appends failed or stopped
+/// while its model loop went on), judged with the part it never appended taken from the
+/// request itself: `Ok(None)` when the request is the projection of the active path, the
+/// appended messages and those unstored ones, `Ok(Some(..))` the violation when it is not, and
+/// `Err(())` when the trace does not fix the suffix. The run is fixed when no steer or followUp
+/// was delivered before the request, the run's first appended message is its own prompt and
+/// the rest are the first steps of the run (each earlier request's response, then the results
+/// of its tool calls): the unstored steps are the rest, and must be the request's last messages
+/// (they are the newest interaction's end), each found by its tool call ids. When the request
+/// holds the run's prompt but not those steps, the run's suffix was cut.
+fn unstored_steps_judged<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>) -> Result<Option<Violation>, ()> {
+    let op = request.op.ok_or(())?;
+    let text = timeline.op(op).and_then(|info| info.operation.text()).ok_or(())?;
+    let steered = timeline.ops.iter().any(|info| {
+        info.delivered < request.line && matches!(info.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
+    });
+    let run_messages = timeline.appended_messages(op);
+    let (prompt, appended) = run_messages.split_first().ok_or(())?;
+    if steered || !super::is_user_text(prompt, text) {
+        return Err(());
+    }
+    let mut steps = Vec::new();
+    for earlier in timeline
+        .requests
+        .iter()
+        .filter(|earlier| earlier.op == Some(op) && earlier.line < request.line)
+    {
+        let (_, response) = earlier.response.ok_or(())?;
+        steps.push(Step::Response(response));
+        steps.extend(response.tool_calls().into_iter().map(|call| Step::Result(&call.id)));
+    }
+    // As many appended as there are steps is a suffix the trace fixes (judged from the
+    // appended messages alone); more is not a run of this shape.
+    if appended.len() >= steps.len() || !appended.iter().zip(&steps).all(|(message, step)| step.is(message)) {
+        return Err(());
+    }
+    let unstored = &steps[appended.len()..];
+    let held = request
+        .messages
+        .len()
+        .checked_sub(unstored.len())
+        .map(|start| &request.messages[start..])
+        .filter(|tail| tail.iter().zip(unstored).all(|(message, step)| step.is(message)));
+    let Some(held) = held else {
+        // The budget drops the newest interaction only whole, the prompt with it.
+        if !request.messages.iter().any(|message| message == *prompt) {
+            return Err(());
+        }
+        let roles: Vec<&str> = unstored.iter().map(Step::role).collect();
+        return Ok(Some(Violation::new(
+            "PROJECT-1.a",
+            &[request.line],
+            format!(
+                "the request carries the run's prompt but does not end with the {} {} the run holds unstored \
+                 ([{}]) after its {} appended {}; it carries [{}]",
+                unstored.len(),
+                plural(unstored.len()),
+                roles.join(","),
+                run_messages.len(),
+                plural(run_messages.len()),
+                request.messages.iter().map(Message::role).collect::<Vec<_>>().join(",")
+            ),
+        )));
+    };
+    let persisted = persisted_before(timeline, op, request.line);
+    let known = run_messages.get(persisted..).ok_or(())?;
+    let expected = project_at(timeline, request.line, known.iter().copied().chain(held)).ok_or(())?;
+    if expected.messages().eq(request.messages) {
+        return Ok(None);
+    }
+    Ok(Some(projection_violation(
+        request,
+        &expected,
+        ", its unstored messages as the request holds them",
+    )))
+}
+
 pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let Some(expected) = expected_request_messages(timeline, request) else {
+            if let Ok(Some(violation)) = unstored_steps_judged(timeline, request) {
+                violations.push(violation);
+            }
             continue;
         };
         if expected.messages().eq(request.messages) {
             continue;
         }
-        let roles =
-            |messages: &mut dyn Iterator<Item = &Message>| messages.map(Message::role).collect::<Vec<_>>().join(",");
-        violations.push(Violation::new(
-            "PROJECT-1.a",
-            &[request.line],
-            format!(
-                "the request carries [{}]; build_context(active path + the run's unpersisted suffix) is [{}]{}",
-                roles(&mut request.messages.iter()),
-                roles(&mut expected.messages()),
-                first_message_difference(request.messages, expected)
-            ),
-        ));
+        violations.push(projection_violation(request, expected, ""));
     }
     violations
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 {
+        "message"
+    } else {
+        "messages"
+    }
+}
+
+fn projection_violation(request: &RequestInfo<'_>, expected: &Projection<'_>, note: &str) -> Violation {
+    let roles =
+        |messages: &mut dyn Iterator<Item = &Message>| messages.map(Message::role).collect::<Vec<_>>().join(",");
+    Violation::new(
+        "PROJECT-1.a",
+        &[request.line],
+        format!(
+            "the request carries [{}]; build_context(active path + the run's unpersisted suffix{note}) is [{}]{}",
+            roles(&mut request.messages.iter()),
+            roles(&mut expected.messages()),
+            first_message_difference(request.messages, expected)
+        ),
+    )
 }
 
 /// Where two lists of messages of the same roles first differ, as `: message N (role), field F:

@@ -299,6 +299,9 @@ pub(crate) const BITES: &[Bite] = &[
         "poison/default-cause-middle-append",
         "suffix-frozen-at-user",
     ),
+    // A run whose first append fails goes on unstored: its second request is judged with the
+    // response and tool result it never appended taken from the request, found by their ids.
+    mutant("PROJECT-1.a", "poison/reject-at-first-append", "suffix-frozen-at-user"),
     mutant(
         "PROJECT-2.a",
         "lab13/lab13-3-1-resources-extension-serial-commit",

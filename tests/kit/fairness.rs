@@ -184,3 +184,83 @@ fn a_cut_short_runs_first_request_is_judged_only_when_nothing_but_its_prompt_pre
         "with a steer delivered before it, the first request is not judged from the prompt alone"
     );
 }
+
+/// A run whose first append fails goes on unstored; its second request is judged with the
+/// response and tool result it never appended taken from the request itself, found by their
+/// tool call ids: the result's content and timestamp (the runtime's hooks and clock) are not
+/// judged, what the request carries around them is. On the reference's trace of
+/// `poison/reject-at-first-append`, another timestamp and content of that result are no
+/// violation; the run's prompt dropped from the request, or the result dropped, is one.
+#[test]
+fn an_unstored_runs_later_request_is_judged_around_what_only_the_runtime_knows() {
+    use agentsim::model::{ContentBlock, Message};
+    use agentsim::sim::reference::ReferenceSubject;
+    use agentsim::sim::{simulate, Scripted};
+    use agentsim::trace::Event;
+
+    let loaded = corpus()
+        .into_iter()
+        .find(|loaded| loaded.name == "poison/reject-at-first-append")
+        .expect("the corpus has the scenario");
+    let scenario = &loaded.scenario;
+    let outcome = simulate(scenario, &mut ReferenceSubject::new(), &mut Scripted).expect("the reference runs");
+    let project_1 = |trace: &agentsim::trace::Trace| {
+        let stored = outcome.stored(scenario);
+        agentsim::check::check_all(scenario, trace, &stored)
+            .into_iter()
+            .filter(|violation| violation.rule == "PROJECT-1")
+            .count()
+    };
+    assert_eq!(project_1(&outcome.trace), 0, "the reference's own trace is clean");
+    let second = outcome
+        .trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| matches!(event, Event::ModelRequest { .. }))
+        .nth(1)
+        .map(|(line, _)| line)
+        .expect("the run makes a second request");
+    let edited = |edit: &dyn Fn(&mut Vec<Message>)| {
+        let mut trace = outcome.trace.clone();
+        let Event::ModelRequest { messages, .. } = &mut trace.events[second] else {
+            unreachable!("the event at `second` is a model request")
+        };
+        edit(messages);
+        project_1(&trace)
+    };
+
+    let other_result = edited(&|messages| {
+        let Some(Message::ToolResult(result)) = messages.last_mut() else {
+            panic!(
+                "the second request ends with the tool result, not {:?}",
+                messages.last()
+            )
+        };
+        result.timestamp += 12_345;
+        result.content = vec![ContentBlock::text("rewritten by an after hook")];
+    });
+    assert_eq!(
+        other_result, 0,
+        "the unstored result's timestamp and content are the runtime's"
+    );
+
+    let prompt = outcome
+        .trace
+        .events
+        .iter()
+        .find_map(|event| match event {
+            Event::Append { entry, .. } => entry.as_message().cloned(),
+            _ => None,
+        })
+        .expect("the run appends its prompt (the append fails)");
+    let without_prompt = edited(&|messages| messages.retain(|message| *message != prompt));
+    assert_eq!(without_prompt, 1, "the run's prompt dropped from its second request");
+    let without_result = edited(&|messages| {
+        messages.pop();
+    });
+    assert_eq!(
+        without_result, 1,
+        "the unstored tool result dropped from the second request"
+    );
+}
