@@ -125,23 +125,10 @@ fn a_different_but_correct_implementation_has_no_divergence_that_matters() {
 fn a_cut_short_runs_first_request_is_judged_only_when_nothing_but_its_prompt_precedes_it() {
     use agentsim::model::{Message, UserContent, UserMessage};
     use agentsim::runtime::OpId;
-    use agentsim::sim::reference::ReferenceSubject;
-    use agentsim::sim::{simulate, Scripted};
     use agentsim::trace::{Event, Operation};
 
-    let loaded = corpus()
-        .into_iter()
-        .find(|loaded| loaded.name == "poison/reject-at-first-append")
-        .expect("the corpus has the scenario");
-    let scenario = &loaded.scenario;
-    let outcome = simulate(scenario, &mut ReferenceSubject::new(), &mut Scripted).expect("the reference runs");
-    let project_1 = |trace: &agentsim::trace::Trace| {
-        let stored = outcome.stored(scenario);
-        agentsim::check::check_all(scenario, trace, &stored)
-            .into_iter()
-            .filter(|violation| violation.rule == "PROJECT-1")
-            .count()
-    };
+    let (scenario, outcome) = &reject_at_first_append();
+    let project_1 = |trace: &agentsim::trace::Trace| project_1_violations(scenario, outcome, trace);
     assert_eq!(project_1(&outcome.trace), 0, "the reference's own trace is clean");
 
     let request = outcome
@@ -185,6 +172,33 @@ fn a_cut_short_runs_first_request_is_judged_only_when_nothing_but_its_prompt_pre
     );
 }
 
+/// The scenario `poison/reject-at-first-append` and the reference's scripted run of it.
+fn reject_at_first_append() -> (agentsim::scenario::Scenario, agentsim::sim::RunOutcome) {
+    use agentsim::sim::reference::ReferenceSubject;
+    use agentsim::sim::{simulate, Scripted};
+
+    let loaded = corpus()
+        .into_iter()
+        .find(|loaded| loaded.name == "poison/reject-at-first-append")
+        .expect("the corpus has the scenario");
+    let outcome = simulate(&loaded.scenario, &mut ReferenceSubject::new(), &mut Scripted).expect("the reference runs");
+    (loaded.scenario, outcome)
+}
+
+/// How many PROJECT-1 violations `trace` has, in place of the trace of `outcome` (whose store
+/// it is judged with).
+fn project_1_violations(
+    scenario: &agentsim::scenario::Scenario,
+    outcome: &agentsim::sim::RunOutcome,
+    trace: &agentsim::trace::Trace,
+) -> usize {
+    let stored = outcome.stored(scenario);
+    agentsim::check::check_all(scenario, trace, &stored)
+        .into_iter()
+        .filter(|violation| violation.rule == "PROJECT-1")
+        .count()
+}
+
 /// A run whose first append fails goes on unstored; its second request is judged with the
 /// response and tool result it never appended taken from the request itself, found by their
 /// tool call ids: the result's content and timestamp (the runtime's hooks and clock) are not
@@ -194,23 +208,10 @@ fn a_cut_short_runs_first_request_is_judged_only_when_nothing_but_its_prompt_pre
 #[test]
 fn an_unstored_runs_later_request_is_judged_around_what_only_the_runtime_knows() {
     use agentsim::model::{ContentBlock, Message};
-    use agentsim::sim::reference::ReferenceSubject;
-    use agentsim::sim::{simulate, Scripted};
     use agentsim::trace::Event;
 
-    let loaded = corpus()
-        .into_iter()
-        .find(|loaded| loaded.name == "poison/reject-at-first-append")
-        .expect("the corpus has the scenario");
-    let scenario = &loaded.scenario;
-    let outcome = simulate(scenario, &mut ReferenceSubject::new(), &mut Scripted).expect("the reference runs");
-    let project_1 = |trace: &agentsim::trace::Trace| {
-        let stored = outcome.stored(scenario);
-        agentsim::check::check_all(scenario, trace, &stored)
-            .into_iter()
-            .filter(|violation| violation.rule == "PROJECT-1")
-            .count()
-    };
+    let (scenario, outcome) = &reject_at_first_append();
+    let project_1 = |trace: &agentsim::trace::Trace| project_1_violations(scenario, outcome, trace);
     assert_eq!(project_1(&outcome.trace), 0, "the reference's own trace is clean");
     let second = outcome
         .trace
