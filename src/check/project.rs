@@ -94,14 +94,7 @@ fn unappended_response_suffix_end(
     index: usize,
     run_messages: &[&Message],
 ) -> Option<usize> {
-    let text = timeline.op(op)?.operation.text()?;
-    let steered = timeline.ops.iter().any(|info| {
-        info.delivered < line && matches!(info.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
-    });
-    let (first, rest) = run_messages.split_first()?;
-    if steered || !super::is_user_text(first, text) {
-        return None;
-    }
+    let (_, rest) = unsteered_run(timeline, op, line, run_messages)?;
     if index == 0 {
         return Some(1);
     }
@@ -115,6 +108,23 @@ fn unappended_response_suffix_end(
         && rest.iter().all(|message| !matches!(message, Message::User(_)))
         && results.iter().all(|message| matches!(message, Message::ToolResult(_)));
     complete.then_some(run_messages.len())
+}
+
+/// `run_messages`, the messages `op`'s run appended, split after the first when nothing but the
+/// run itself can have made its messages before `line`: no steer or followUp was delivered
+/// before it, and the first is the operation's own prompt.
+fn unsteered_run<'m, 'a>(
+    timeline: &Timeline<'_>,
+    op: OpId,
+    line: Line,
+    run_messages: &'m [&'a Message],
+) -> Option<(&'a Message, &'m [&'a Message])> {
+    let text = timeline.op(op)?.operation.text()?;
+    let steered = timeline.ops.iter().any(|info| {
+        info.delivered < line && matches!(info.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
+    });
+    let (prompt, rest) = run_messages.split_first()?;
+    (!steered && super::is_user_text(prompt, text)).then_some((*prompt, rest))
 }
 
 /// What a run holds after the messages it appended, before a request, when its appends stopped
@@ -153,39 +163,32 @@ impl Step<'_> {
 
 /// A request whose run appended only part of what precedes it (its appends failed or stopped
 /// while its model loop went on), judged with the part it never appended taken from the
-/// request itself: `Ok(None)` when the request is the projection of the active path, the
-/// appended messages and those unstored ones, `Ok(Some(..))` the violation when it is not, and
-/// `Err(())` when the trace does not fix the suffix. The run is fixed when no steer or followUp
-/// was delivered before the request, the run's first appended message is its own prompt and
-/// the rest are the first steps of the run (each earlier request's response, then the results
-/// of its tool calls): the unstored steps are the rest, and must be the request's last messages
-/// (they are the newest interaction's end), each found by its tool call ids. When the request
-/// holds the run's prompt but not those steps, the run's suffix was cut.
-fn unstored_steps_judged<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>) -> Result<Option<Violation>, ()> {
-    let op = request.op.ok_or(())?;
-    let text = timeline.op(op).and_then(|info| info.operation.text()).ok_or(())?;
-    let steered = timeline.ops.iter().any(|info| {
-        info.delivered < request.line && matches!(info.operation, Operation::Steer { .. } | Operation::FollowUp { .. })
-    });
+/// request itself: the violation, if it is not the projection of the active path, the
+/// appended messages and those unstored ones; `None` too when the trace does not fix the
+/// suffix. The run is fixed when nothing but itself made its messages (`unsteered_run`) and the
+/// appended ones after its prompt are the first steps of the run (each earlier request's
+/// response, then the results of its tool calls): the unstored steps are the rest, and must be
+/// the request's last messages (they are the newest interaction's end), each found by its tool
+/// call ids. When the request holds the run's prompt but not those steps, the run's suffix was
+/// cut.
+fn unstored_steps_violation<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>) -> Option<Violation> {
+    let op = request.op?;
     let run_messages = timeline.appended_messages(op);
-    let (prompt, appended) = run_messages.split_first().ok_or(())?;
-    if steered || !super::is_user_text(prompt, text) {
-        return Err(());
-    }
+    let (prompt, appended) = unsteered_run(timeline, op, request.line, run_messages)?;
     let mut steps = Vec::new();
     for earlier in timeline
         .requests
         .iter()
         .filter(|earlier| earlier.op == Some(op) && earlier.line < request.line)
     {
-        let (_, response) = earlier.response.ok_or(())?;
+        let (_, response) = earlier.response?;
         steps.push(Step::Response(response));
         steps.extend(response.tool_calls().into_iter().map(|call| Step::Result(&call.id)));
     }
     // As many appended as there are steps is a suffix the trace fixes (judged from the
     // appended messages alone); more is not a run of this shape.
     if appended.len() >= steps.len() || !appended.iter().zip(&steps).all(|(message, step)| step.is(message)) {
-        return Err(());
+        return None;
     }
     let unstored = &steps[appended.len()..];
     let held = request
@@ -196,11 +199,11 @@ fn unstored_steps_judged<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>)
         .filter(|tail| tail.iter().zip(unstored).all(|(message, step)| step.is(message)));
     let Some(held) = held else {
         // The budget drops the newest interaction only whole, the prompt with it.
-        if !request.messages.iter().any(|message| message == *prompt) {
-            return Err(());
+        if !request.messages.iter().any(|message| message == prompt) {
+            return None;
         }
         let roles: Vec<&str> = unstored.iter().map(Step::role).collect();
-        return Ok(Some(Violation::new(
+        return Some(Violation::new(
             "PROJECT-1.a",
             &[request.line],
             format!(
@@ -213,28 +216,20 @@ fn unstored_steps_judged<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a>)
                 plural(run_messages.len()),
                 request.messages.iter().map(Message::role).collect::<Vec<_>>().join(",")
             ),
-        )));
+        ));
     };
     let persisted = persisted_before(timeline, op, request.line);
-    let known = run_messages.get(persisted..).ok_or(())?;
-    let expected = project_at(timeline, request.line, known.iter().copied().chain(held)).ok_or(())?;
-    if expected.messages().eq(request.messages) {
-        return Ok(None);
-    }
-    Ok(Some(projection_violation(
-        request,
-        &expected,
-        ", its unstored messages as the request holds them",
-    )))
+    let known = run_messages.get(persisted..)?;
+    let expected = project_at(timeline, request.line, known.iter().copied().chain(held))?;
+    (!expected.messages().eq(request.messages))
+        .then(|| projection_violation(request, &expected, ", its unstored messages as the request holds them"))
 }
 
 pub fn request_is_the_projection_of_path_and_suffix(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
         let Some(expected) = expected_request_messages(timeline, request) else {
-            if let Ok(Some(violation)) = unstored_steps_judged(timeline, request) {
-                violations.push(violation);
-            }
+            violations.extend(unstored_steps_violation(timeline, request));
             continue;
         };
         if expected.messages().eq(request.messages) {
