@@ -19,8 +19,9 @@ use crate::zoo::Mutant;
 pub enum Base {
     /// The reference Runtime, in process.
     Reference,
-    /// The reference as another conforming runtime shows itself (`sim::variant`).
-    ConformingVariant,
+    /// The reference as another conforming runtime shows itself (`sim::variant`); with
+    /// `serial_observers`, its event bus hands each observer one event at a time.
+    ConformingVariant { serial_observers: bool },
     /// An implementation behind the adapter protocol: `sh -c command`, every wait bounded by
     /// the step timeout. A worker thread keeps its adapter process between runs.
     Adapter { command: String, step_timeout: Duration },
@@ -43,7 +44,18 @@ impl Implementation {
 
     pub fn conforming_variant() -> Implementation {
         Implementation {
-            base: Base::ConformingVariant,
+            base: Base::ConformingVariant {
+                serial_observers: false,
+            },
+            mutant: None,
+        }
+    }
+
+    /// The variant whose event bus is serial per observer (`sim::variant`): its notifications
+    /// are ordered differently from the reference's, so it is judged by the rules only.
+    pub fn conforming_variant_with_serial_observers() -> Implementation {
+        Implementation {
+            base: Base::ConformingVariant { serial_observers: true },
             mutant: None,
         }
     }
@@ -72,7 +84,9 @@ impl Implementation {
     pub fn subject(&self) -> BoxedSubject {
         let base: BoxedSubject = match &self.base {
             Base::Reference => Box::new(ReferenceSubject::new()),
-            Base::ConformingVariant => Box::new(ConformingVariant::new()),
+            Base::ConformingVariant { serial_observers } => {
+                Box::new(ConformingVariant::new().with_serial_observers(*serial_observers))
+            }
             Base::Adapter { command, step_timeout } => Box::new(PooledAdapter::take(command, *step_timeout)),
         };
         self.wrap(base)
@@ -96,7 +110,7 @@ impl Implementation {
     pub fn adapter_command(&self) -> Option<(String, u64)> {
         match &self.base {
             Base::Adapter { command, step_timeout } => Some((command.clone(), step_timeout.as_millis() as u64)),
-            Base::Reference | Base::ConformingVariant => None,
+            Base::Reference | Base::ConformingVariant { .. } => None,
         }
     }
 
@@ -104,7 +118,7 @@ impl Implementation {
     pub fn pooled_pid(&self) -> Option<u32> {
         match &self.base {
             Base::Adapter { command, step_timeout } => crate::protocol::pool::pooled_pid(command, *step_timeout),
-            Base::Reference | Base::ConformingVariant => None,
+            Base::Reference | Base::ConformingVariant { .. } => None,
         }
     }
 

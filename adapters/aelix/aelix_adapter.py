@@ -27,8 +27,10 @@ README.md next to this file has the mapping table and every choice the adapter m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
+import errno
 import datetime as _datetime
 import fcntl
 import importlib.metadata
@@ -104,8 +106,14 @@ def _load_aelix() -> Dict[str, Any]:
             TextStartEvent,
         )
         from aelix_ai.tools import ToolResult
-        from aelix_coding_agent.cli.args import Args
-        from aelix_coding_agent.cli.entry import _resolve_append_chunks, _resolve_system_prompt
+        from aelix_coding_agent.cli.args import Args, parse_args
+        from aelix_coding_agent.cli.entry import (
+            _async_main,
+            _resolve_append_chunks,
+            _resolve_system_prompt,
+            resolve_app_mode,
+            to_print_output_mode,
+        )
         from aelix_coding_agent.extensions import _ExtensionRuntime, load_extension_from_factory
         from aelix_coding_agent.modes.print_mode import run_print_mode
     except Exception as error:  # noqa: BLE001 - every import failure is the same verdict
@@ -226,9 +234,13 @@ A["loop_module"].time = _RuleTime()
 # ---------------------------------------------------------------------------------------------
 # Messages: aelix's dataclasses (``aelix_ai.messages``, on disk as ``dataclasses.asdict``) and
 # pi-ai's JSON shapes (the protocol's) translated both ways, field by field. Two encodings:
-# - time: aelix stamps messages with ``time.time()``, seconds; pi-ai with milliseconds. A pi-ai
-#   timestamp enters aelix divided by 1000 and leaves multiplied by 1000 (exact for integral
-#   milliseconds). aelix stamps no time on a user message it creates (None): it leaves as 0.
+# - time: aelix stamps the messages of its loop with ``time.time()``, seconds; pi-ai with
+#   milliseconds. A pi-ai timestamp enters aelix divided by 1000 and leaves multiplied by 1000
+#   (exact for integral milliseconds). But the messages aelix makes from a session's non-message
+#   entries (a compaction's or a branch's summary, a custom message: ``session/context.py``
+#   ``_iso_to_unix_ms``) carry milliseconds already: a value of 10^11 or more leaves as it is
+#   (as seconds it would be a time after the year 5000; as milliseconds, after 1973).
+#   aelix stamps no time on a user message it creates (None): it leaves as 0.
 # - user content: pi-ai's is a string or blocks, aelix's always blocks. One text block leaves as
 #   the string, pi-ai's plain form; the corpus writes every user message that way.
 # ---------------------------------------------------------------------------------------------
@@ -247,8 +259,14 @@ def _seconds(ms: Any) -> Optional[float]:
     return None if ms is None else ms / 1000
 
 
-def _ms(seconds: Any) -> int:
-    return 0 if seconds is None else int(round(seconds * 1000))
+#: At or above this an aelix timestamp is milliseconds (see "Messages" above).
+_MS_FROM = 10**11
+
+
+def _ms(stamp: Any) -> int:
+    if stamp is None:
+        return 0
+    return int(round(stamp if stamp >= _MS_FROM else stamp * 1000))
 
 
 def _pi_blocks_to_aelix(blocks: Any) -> List[Any]:
@@ -387,13 +405,19 @@ def text_of(blocks: List[Dict[str, Any]]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-class StoreError(OSError):
-    """The kit's `failed` answer to an append, raised out of append_file as a failed write."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+def kit_os_error(cause: Dict[str, str]) -> OSError:
+    """The kit's `failed` answer to an append or a write, as the ``OSError`` a failing write
+    raises (aelix's ``FileSystem`` protocol documents ``OSError`` as its failure, and its print
+    mode writes to ``sys.stdout``). A code that names an errno (``EPIPE``) is raised with that
+    errno, so Python gives it the class the OS's error has (``OSError(errno.EPIPE, ...)`` is a
+    ``BrokenPipeError``, which aelix's print mode treats apart); any other code is a plain
+    ``OSError`` with the cause's message. The error carries the kit's cause, so that a rejection
+    that passes it on passes it on unchanged (``AelixAdapter.operation``)."""
+    code, message = cause["code"], cause["message"]
+    number = getattr(errno, code, None) if code.isupper() and code.startswith("E") else None
+    error = OSError(number, message) if isinstance(number, int) else OSError(message)
+    error.agentsim_cause = (code, message)  # type: ignore[attr-defined]
+    return error
 
 
 class KitFileSystem(A["LocalFileSystem"]):  # type: ignore[misc]
@@ -456,8 +480,7 @@ class KitFileSystem(A["LocalFileSystem"]):  # type: ignore[misc]
             completion = await self.adapter.awaited(self.adapter.effect("append", entry=entry))
             outcome = completion["outcome"]
             if outcome["kind"] == "failed":
-                cause = outcome["cause"]
-                raise StoreError(cause["code"], cause["message"])
+                raise kit_os_error(outcome["cause"])
         self.files[path] = self.files.get(path, "") + content
 
 
@@ -471,6 +494,20 @@ class KitFileSystem(A["LocalFileSystem"]):  # type: ignore[misc]
 
 _current_signal: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar("agentsim_signal", default=None)
 
+# ---------------------------------------------------------------------------------------------
+# Steps. aelix reports no step count: ``AgentHarness.prompt`` returns the run's new messages
+# (``[]`` for an aborted turn), ``run_print_mode`` an exit code, and its json mode writes the
+# harness's events, no ``steps``. What it does expose is its loop's turn: ``agent_loop`` /
+# ``_run_loop`` (``aelix_agent_core/loop.py``) emit ``TurnStartEvent`` once per turn, one turn
+# being one ``_stream_assistant_response`` (one model request) and the tool round it asks for,
+# to every ``AgentHarness.subscribe`` listener (and, as a ``turn_start`` line, to its json mode's
+# output). A run's ``steps`` is the number of those events, counted by the adapter's listener
+# the same way for a prompt and for a mode: each operation that runs a prompt puts a counter in
+# a context variable, which the turn's task (created inside ``AgentHarness._run``) inherits.
+# ---------------------------------------------------------------------------------------------
+
+_run_turns: contextvars.ContextVar[Optional[List[int]]] = contextvars.ContextVar("agentsim_turns", default=None)
+
 
 # ---------------------------------------------------------------------------------------------
 # The adapter
@@ -479,9 +516,16 @@ _current_signal: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar(
 RUN_REASONS = {"stop": "stop", "length": "length", "error": "error", "aborted": "aborted", "toolUse": "stop"}
 
 
+#: While a mode runs, what aelix prints to stderr in that mode's task (and the tasks it starts,
+#: which inherit the variable) is kept for the mode's rejection.
+_mode_stderr: contextvars.ContextVar[Optional[List[str]]] = contextvars.ContextVar("agentsim_mode_stderr", default=None)
+
+
 class ModeSink(io.TextIOBase):
-    """``sys.stdout`` while an output mode runs: every non-empty write is a `write` effect,
-    answered before ``write`` returns (aelix's print mode writes synchronously)."""
+    """``sys.stdout`` while any output mode runs: every non-empty write is a `write` effect,
+    answered before ``write`` returns (aelix's print mode writes synchronously, with
+    ``_write_raw_stdout``). aelix has one ``sys.stdout`` for the process, not one per mode: two
+    modes that run at once write to the same sink, as they would to one terminal."""
 
     def __init__(self, adapter: "AelixAdapter") -> None:
         self.adapter = adapter
@@ -491,7 +535,7 @@ class ModeSink(io.TextIOBase):
             completion = self.adapter.effect_sync("write", text=text)
             outcome = completion["outcome"]
             if outcome["kind"] == "failed":
-                raise StoreError(outcome["cause"]["code"], outcome["cause"]["message"])
+                raise kit_os_error(outcome["cause"])
         return len(text)
 
     def flush(self) -> None:
@@ -499,19 +543,30 @@ class ModeSink(io.TextIOBase):
 
 
 class StderrTee(io.TextIOBase):
-    """``sys.stderr`` while an output mode runs: what aelix prints there is kept for the
-    mode's rejection, and still reaches the real stderr."""
+    """``sys.stderr`` while any output mode runs: what aelix prints there reaches the real
+    stderr and is kept for the mode that printed it (``_mode_stderr``)."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
-        self.text: List[str] = []
 
     def write(self, text: str) -> int:
-        self.text.append(text)
+        kept = _mode_stderr.get()
+        if kept is not None:
+            kept.append(text)
         return self.real.write(text)
 
     def flush(self) -> None:
         self.real.flush()
+
+
+#: The protocol's mode names as aelix's command line spells them (``aelix --help``: ``--print,
+#: -p`` one-shot print mode, ``--mode json`` the JSON event stream, no flag the interactive
+#: terminal UI). Any other name is given to ``--mode``, the one flag that takes a mode name.
+MODE_FLAGS: Dict[str, List[str]] = {"print": ["-p"], "json": ["--mode", "json"], "interactive": []}
+INTERACTIVE_UNSUPPORTED = (
+    "aelix's interactive mode is its terminal UI (modes run_tui, on prompt_toolkit): the adapter "
+    "cannot drive it in process"
+)
 
 
 class AelixAdapter(Adapter):
@@ -520,6 +575,8 @@ class AelixAdapter(Adapter):
     features = ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers"]
     unsupported = {
         "library": "aelix has no library adapter returning {reason, text}; its SDK is AgentHarness itself",
+        # docs/protocol.md: `mode:<name>` declares one output mode unsupported.
+        "mode:interactive": INTERACTIVE_UNSUPPORTED,
     }
 
     def __init__(self) -> None:
@@ -532,7 +589,10 @@ class AelixAdapter(Adapter):
         self.host: Any = None
         self.restore_failure: Optional[Dict[str, str]] = None
         self.fired: set = set()
-        self.next_signal_for_turn: Dict[int, int] = {}
+        if getattr(self, "saved_streams", None) is not None:
+            self.restore_streams()
+        self.modes_running = 0
+        self.saved_streams: Optional[tuple] = None
 
     # -- restore ---------------------------------------------------------------------------
 
@@ -779,9 +839,14 @@ class AelixAdapter(Adapter):
         )
 
     def on_agent_event(self, event: Any) -> None:
-        # Runs inside the turn's task (the harness's emit): the turn gets its signal here.
+        # Runs inside the turn's task (the harness's emit): the turn gets its signal here, and
+        # the operation that started the run counts aelix's turns (see "Steps" above).
         if event.type == "agent_start":
             _current_signal.set(self.new_signal())
+        elif event.type == "turn_start":
+            turns = _run_turns.get()
+            if turns is not None:
+                turns[0] += 1
 
     def signal_of_turn(self) -> int:
         signal = _current_signal.get()
@@ -855,8 +920,10 @@ class AelixAdapter(Adapter):
         harness = self.harness
         try:
             if name == "prompt":
-                result = await harness.prompt(operation["text"])
-                return self.run_value(result)
+                turns = [0]
+                _run_turns.set(turns)
+                await harness.prompt(operation["text"])
+                return self.run_value(turns[0])
             if name == "steer":
                 await harness.steer(operation["text"])
                 return UNIT
@@ -878,15 +945,18 @@ class AelixAdapter(Adapter):
         except Rejected:
             raise
         except Exception as error:  # noqa: BLE001 - the error aelix's caller gets
+            kit_cause = getattr(error, "agentsim_cause", None)
+            if kit_cause is not None:
+                # The kit's own failure (a write's), which aelix let out unchanged.
+                raise Rejected(*kit_cause) from None
             raise Rejected(str(getattr(error, "code", None) or type(error).__name__), str(error)) from None
         raise Rejected("adapter.unsupported", f"`{name}` is not supported")
 
-    def run_value(self, run_messages: List[Any]) -> Dict[str, Any]:
-        """`{kind: run, reason, steps, messages}`: ``steps`` counts the assistant messages of the
-        list ``AgentHarness.prompt`` returned (the run's new messages), ``reason`` is the
+    def run_value(self, turns: int) -> Dict[str, Any]:
+        """`{kind: run, reason, steps, messages}`: ``steps`` is the number of turns aelix's loop
+        started in the run (its ``turn_start`` events, see "Steps"), ``reason`` is the
         ``stop_reason`` of the transcript's last assistant message (what aelix's print mode
         reads), ``messages`` the transcript (``AgentHarness.messages``)."""
-        assistants = [message for message in run_messages if getattr(message, "role", None) == "assistant"]
         last_reason = "stop"
         for message in reversed(self.harness.messages):
             if getattr(message, "role", None) == "assistant":
@@ -894,29 +964,68 @@ class AelixAdapter(Adapter):
                 break
         return run_result(
             RUN_REASONS.get(last_reason, "stop"),
-            len(assistants),
+            turns,
             [aelix_to_pi(message) for message in self.harness.messages],
         )
 
     async def run_mode(self, mode: str, text: str) -> Any:
-        if mode == "interactive":
-            # aelix's interactive mode is its terminal UI (tui/shell.py): it needs a terminal.
-            raise Rejected("adapter.unsupported", "aelix's interactive mode is a terminal UI that the adapter cannot drive in process")
-        host = await self.runtime_host()
-        # `print` is `aelix -p` (run_print_mode, mode "text"), `json` is `aelix --mode json`; any
-        # other name is handed to run_print_mode unchanged, as an in-process caller would.
-        print_mode = "text" if mode == "print" else mode
-        before = len(self.harness.messages)
-        real_stdout, real_stderr = sys.stdout, sys.stderr
-        tee = StderrTee(real_stderr)
-        sys.stdout, sys.stderr = ModeSink(self), tee
-        try:
-            exit_code = await A["run_print_mode"](host, mode=print_mode, messages=[], initial_message=text)
-        finally:
-            sys.stdout, sys.stderr = real_stdout, real_stderr
+        """A mode is what aelix's command line does with its mode flags (``cli/entry.py``
+        ``_async_main``): ``parse_args`` reads them, and a flag it refuses (``--mode yaml``:
+        "Invalid --mode value") makes ``_async_main`` print the diagnostic and return 1 before
+        anything runs; otherwise ``resolve_app_mode`` picks the mode and ``run_print_mode`` runs
+        the prompt on the runtime host with ``to_print_output_mode``'s output. Exit code 0
+        resolves with the run value; another rejects with ``exitCode.<n>`` and what the mode
+        printed to stderr; an exception out of ``run_print_mode`` (it lets a broken pipe out)
+        rejects as ``operation`` says."""
+        argv = MODE_FLAGS.get(mode, ["--mode", mode])
+        parsed = A["parse_args"](argv)
+        printed: List[str] = []
+        _mode_stderr.set(printed)
+        turns = [0]
+        _run_turns.set(turns)
+        with self.mode_streams():
+            if any(diagnostic["type"] == "error" for diagnostic in parsed.diagnostics):
+                # aelix's own refusal: _async_main flushes the diagnostics and returns 1 at once
+                # (the check precedes everything but the `extension`/`docs`/`status` verbs).
+                exit_code = await A["_async_main"](argv)
+            else:
+                # A mode is a user's command: the interactive one is run from a terminal.
+                app_mode = A["resolve_app_mode"](parsed, True)
+                if app_mode == "interactive":
+                    raise Rejected("adapter.unsupported", INTERACTIVE_UNSUPPORTED)
+                if app_mode not in ("print", "json"):
+                    # `--mode rpc` is aelix's command protocol on stdin and stdout, no one-shot run.
+                    raise Rejected(
+                        "adapter.unsupported",
+                        f"aelix's {app_mode} mode is a command protocol, not a one-shot run: the adapter cannot drive it in process",
+                    )
+                host = await self.runtime_host()
+                exit_code = await A["run_print_mode"](
+                    host, mode=A["to_print_output_mode"](app_mode), messages=[], initial_message=text
+                )
         if exit_code != 0:
-            raise Rejected(f"exitCode.{exit_code}", "".join(tee.text).strip() or f"run_print_mode returned {exit_code}")
-        return self.run_value(self.harness.messages[before:])
+            raise Rejected(f"exitCode.{exit_code}", "".join(printed).strip() or f"aelix returned exit code {exit_code}")
+        return self.run_value(turns[0])
+
+    @contextlib.contextmanager
+    def mode_streams(self) -> Any:
+        """``sys.stdout`` is the write sink and ``sys.stderr`` the tee while any mode runs."""
+        if self.modes_running == 0:
+            self.saved_streams = (sys.stdout, sys.stderr)
+            sys.stdout, sys.stderr = ModeSink(self), StderrTee(sys.stderr)
+        self.modes_running += 1
+        try:
+            yield
+        finally:
+            self.modes_running -= 1
+            if self.modes_running == 0:
+                self.restore_streams()
+
+    def restore_streams(self) -> None:
+        if self.saved_streams is not None:
+            sys.stdout, sys.stderr = self.saved_streams
+            self.saved_streams = None
+        self.modes_running = 0
 
     # -- reset -------------------------------------------------------------------------------
 

@@ -78,7 +78,9 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "model request the turn was awaiting is abandoned (the store may still apply it while aelix "
         "forgets it), the prompt resolves `aborted` before its entries were stored, and the "
         "aborted response is never stored. A model request abandoned so may be answered only after "
-        "the next run has started (QUEUE-1.b counts its signal in use until then).",
+        "the next run has started (QUEUE-1.b counts its signal in use until then). A run cut before "
+        "its first model request reports the one turn its loop had started (`steps`: aelix's "
+        "turn_start events) with no request.",
         "source": source(CORE, "AgentHarness.dispose", 3108),
         "verdict": "bug",
     },
@@ -98,7 +100,9 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "turn awaited is abandoned the same way: an append the store then applies (the next run "
         "appends a second child of the same parent, PERSIST-3 and POISON-5), or a model request the "
         "model answers only after the next run has started (QUEUE-1.b counts its signal in use "
-        "until then).",
+        "until then). A run cut before its first model request had already started its turn "
+        "(agent_loop emits turn_start before the prompt's message_end, which stores the prompt): it "
+        "reports that one turn as its one step (`steps`: aelix's turn_start events) with no request.",
         "source": source(CORE, "AgentHarness.abort", 1518),
         "verdict": "choice",
     },
@@ -135,15 +139,18 @@ CAUSES: Dict[str, Dict[str, Any]] = {
     "cycle-hang": {
         "reason": "A parent cycle on the chosen chain hangs aelix: "
         "JsonlSessionStorage.get_path_to_root follows parent_id with no visited set, never returns "
-        "and grows its path list without bound. The adapter stops the walk after 2 s and ends the "
-        "run with the SDK's adapter.exception error naming the hang.",
+        "and grows its path list without bound. The adapter stops the walk after 0.5 s (a SIGALRM "
+        "timer) and ends the run with a recoverable `aelix.hang` error naming the hang (the SDK's "
+        "RunBroken): the run is broken and the process serves the next run.",
         "source": source(STORAGE, "JsonlSessionStorage.get_path_to_root", 580),
         "verdict": "bug",
     },
     "compaction-summary": {
         "reason": "aelix restores a compaction as a user message with the summary, then the kept "
         "entries from firstKeptEntryId and the entries after it (build_session_context): the "
-        "transcript's length and first message differ from the path's message entries.",
+        "transcript's length and first message differ from the path's message entries. The summary "
+        "message carries the compaction entry's time in milliseconds (create_compaction_summary_message: "
+        "_iso_to_unix_ms), not the 0 of the contract's stand-in.",
         "source": source(SITE + "aelix_agent_core/session/context.py", "build_session_context", 299),
         "verdict": "choice",
     },
@@ -214,22 +221,26 @@ CAUSES: Dict[str, Dict[str, Any]] = {
     "turn-end-drops-tool-results": {
         "reason": "aelix tells extensions of a turn's end without its tool results: _to_hook_event "
         "maps the harness's TurnEndEvent(message, tool_results) to TurnEndHookEvent(message) only, so "
-        "an observer of turn_end never sees the results its turn stored (the adapter passes on what "
-        "the hook event holds: an empty list).",
+        "an observer of turn_end never sees the results its turn stored (the hook event has no tool "
+        "results at all; the adapter writes the empty list the protocol's turn_end requires).",
         "source": source(CORE, "_to_hook_event", 4702),
         "verdict": "choice",
     },
     "unknown-mode": {
-        "reason": "aelix does not validate the mode: run_print_mode with another name than "
-        "'text' or 'json' runs the prompt and writes nothing.",
-        "source": source(PRINT, "run_print_mode", 322),
+        "reason": "aelix refuses a mode name it does not know on its command line, at once and "
+        "before any prompt, but as a failed launch: parse_args records 'Invalid --mode value: NAME' "
+        "and _async_main prints 'Error: Invalid --mode value: NAME' and returns exit code 1 (the "
+        "adapter rejects with exitCode.1 and that text), not the code mode.unknown.",
+        "source": source(SITE + "aelix_coding_agent/cli/args.py", "parse_args", 373),
         "verdict": "choice",
     },
     "sink-error": {
-        "reason": "run_print_mode catches every error, prints it to stderr and returns exit code "
-        "1; the sink's error never reaches the caller (the adapter rejects with exitCode.1 and "
-        "the printed text).",
-        "source": source(PRINT, "run_print_mode", 345),
+        "reason": "A failed output write other than a broken pipe never reaches aelix's caller: "
+        "json mode's event writer swallows it (run_print_mode's _emit: 'except Exception: pass') "
+        "and the run resolves; text mode prints it to stderr and returns exit code 1 (the adapter "
+        "rejects with exitCode.1 and the printed text). A broken pipe (EPIPE, BrokenPipeError) is "
+        "let out unchanged.",
+        "source": source(PRINT, "run_print_mode", 256),
         "verdict": "choice",
     },
     "mode-disposes-host": {
@@ -240,9 +251,10 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "verdict": "choice",
     },
     "interactive": {
-        "reason": "aelix's interactive mode is its terminal UI (run_tui): the adapter cannot drive "
-        "it in process and rejects the mode with adapter.unsupported (the protocol declares "
-        "unsupported operations, not mode names).",
+        "reason": "Not aelix's behaviour but the adapter's limit: aelix's interactive mode is its "
+        "terminal UI (run_tui), which the adapter cannot drive in process. It declares "
+        "`mode:interactive` unsupported in hello and rejects the mode with adapter.unsupported; a kit "
+        "that reads either (docs/protocol.md) reports the case not applicable, and these pairs go.",
         "source": source(SITE + "aelix_coding_agent/tui/shell.py", "run_tui", 452),
         "verdict": "choice",
     },

@@ -21,6 +21,9 @@ rm -f "$marker"
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
+# The venv's bundled pip may be too old for hashed extras (pip.txt says why): the pinned one first.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+  --require-hashes --only-binary :all: -r "$here/pip.txt"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
   --require-hashes --only-binary :all: -r "$here/requirements.txt"
 "$venv/bin/python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' \

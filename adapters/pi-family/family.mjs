@@ -639,9 +639,10 @@ export async function runFamilyAdapter(impl) {
 
     /**
      * createAgentSession may append entries as it starts (Pi: a thinking_level_change on a
-     * restored branch without one; model_change and thinking_level_change on a new session). The
-     * protocol carries no effect during `start`, so the AgentSession is created when the first
-     * operation arrives, and those appends are that operation's first effects.
+     * restored branch without one; model_change and thinking_level_change on a new session). It is
+     * called in `setup`, right after `started` (protocol 2's set-up effects): those appends are the
+     * runtime's own set-up, answered by the kit before the first operation, as a caller creates the
+     * session before it calls anything.
      */
     function ensureSession() {
         if (!runtime.sessionPromise) {
@@ -657,17 +658,10 @@ export async function runFamilyAdapter(impl) {
                 state.session = session;
                 return session;
             });
-            return runtime.sessionPromise;
         }
-        // If createAgentSession threw (an append it made failed), there is no AgentSession: the
-        // operation that started it got the runtime's error; later ones get the adapter's own
-        // code, so that no one mistakes this for the runtime repeating a poison cause.
-        return runtime.sessionPromise.catch((error) => {
-            const cause = causeOf(error);
-            const failure = new Error(`there is no AgentSession: createAgentSession threw ${cause.code}: ${cause.message}`);
-            failure.code = "adapter.no_session";
-            throw failure;
-        });
+        // If createAgentSession threw (an append it made failed), there is no AgentSession: every
+        // call a caller makes fails with the error creating it gave (the runtime's own cause).
+        return runtime.sessionPromise;
     }
 
     async function prompt(text) {
@@ -775,6 +769,11 @@ export async function runFamilyAdapter(impl) {
             runtime = freshRuntime(ctx);
             rewindOutsideRun();
             return impl.restore(scenario, ctx, runtime, dirs);
+        },
+        // After `started`: the AgentSession is created, with its own appends as set-up effects.
+        async setup() {
+            if (runtime.restoreFailure) return;
+            await ensureSession();
         },
         operation: (_op, operation) => runOperation(operation),
         reset,

@@ -53,21 +53,60 @@ pub fn flush_waits_for_accepted_work(timeline: &Timeline<'_>) -> Vec<Violation> 
 
 pub fn flush_creates_no_work(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
-    let prompts = timeline.ops.iter().filter(|info| is_valid_prompt(info)).count();
-    let mut signals: Vec<_> = timeline.requests.iter().map(|request| request.signal).collect();
-    signals.sort();
-    signals.dedup();
-    if signals.len() > prompts {
-        let line = timeline.requests.last().map(|request| request.line).unwrap_or(0);
-        violations.push(Violation::new(
-            "LIFE-2.a",
-            &[line],
-            format!(
-                "{} for {}: something created work",
-                super::counted(signals.len(), "agent run", "agent runs"),
-                super::counted(prompts, "prompt", "prompts")
-            ),
-        ));
+    // Work is what a prompt asked for: a model request or a tool call made while no prompt is
+    // in flight (delivered, its run not finished), once a flush was delivered, is work the
+    // flush created. Runs are told by the operations the protocol delivers, never by signals
+    // (a runtime may give every request a signal of its own: PROJECT-5 judges that).
+    let first_flush = ops_of(timeline, "flush").first().map(|info| info.delivered);
+    if let Some(first_flush) = first_flush {
+        let outside = timeline
+            .requests
+            .iter()
+            .filter(|request| request.op.is_none())
+            .map(|request| (request.line, "a model request"))
+            .chain(
+                timeline
+                    .tool_calls
+                    .iter()
+                    .filter(|call| call.op.is_none())
+                    .map(|call| (call.line, "a tool call")),
+            )
+            .filter(|(line, _)| *line > first_flush)
+            .min_by_key(|(line, _)| *line);
+        if let Some((line, what)) = outside {
+            violations.push(Violation::new(
+                "LIFE-2.a",
+                &[first_flush, line],
+                format!("{what} was made after a flush while no prompt was in flight: the flush created work"),
+            ));
+        } else {
+            // Runs counted by what the requests carry: the prompt in flight each one carries, or
+            // else its signal (a run no prompt accounts for).
+            let mut runs: Vec<Result<crate::runtime::OpId, crate::runtime::SignalId>> = Vec::new();
+            for (index, request) in timeline.requests.iter().enumerate() {
+                let run = timeline.run_of_request(index).ok_or(request.signal);
+                if !runs.contains(&run) {
+                    runs.push(run);
+                }
+            }
+            let prompts = timeline.ops.iter().filter(|info| is_valid_prompt(info)).count();
+            if runs.len() > prompts {
+                let line = timeline
+                    .requests
+                    .last()
+                    .map(|request| request.line)
+                    .unwrap_or(first_flush);
+                violations.push(Violation::new(
+                    "LIFE-2.a",
+                    &[first_flush, line],
+                    format!(
+                        "{} for {}: something created work",
+                        super::counted(runs.len(), "agent run", "agent runs"),
+                        super::counted(prompts, "prompt", "prompts")
+                    ),
+                ));
+            }
+        }
     }
     for flush in ops_of(timeline, "flush") {
         if !accepted_before(timeline, flush.delivered).is_empty() {

@@ -7,7 +7,7 @@
 //! an observer is.
 
 use crate::model::{Message, SessionEntry};
-use crate::runtime::{AgentEventKind, NotifyOutcome, ObservedEvent, OpValue, Settlement};
+use crate::runtime::{AgentEventKind, NotifyOutcome, ObservedEvent, OpId, OpValue, Settlement};
 use crate::trace::Event;
 
 use super::timeline::{Line, Timeline};
@@ -160,15 +160,58 @@ fn committed(timeline: &Timeline<'_>, op: crate::runtime::OpId) -> bool {
     })
 }
 
+/// The run a notification is about, told by the event it carries, not by when it was issued
+/// (a bus that hands an observer its next event only after it answered the previous one tells
+/// of a run's end while the next run is in progress): an `agent_end` belongs to the earliest
+/// run whose prompt its messages start with and that this observer was not told the end of
+/// yet, a `turn_end` to the run of the request whose response it carries. Otherwise (and for a
+/// `message_end`), the run in progress when it was issued.
+fn notified_run(
+    timeline: &Timeline<'_>,
+    info: &super::timeline::NotifyInfo<'_>,
+    ended: &std::collections::BTreeSet<(&str, OpId)>,
+) -> Option<OpId> {
+    let by_content = match info.event {
+        ObservedEvent::AgentEnd { messages } => messages.first().and_then(|first| {
+            timeline
+                .ops
+                .iter()
+                .filter(|op| op.is_prompt_like() && op.delivered < info.line)
+                .filter(|op| !ended.contains(&(info.observer, op.op)))
+                .find(|op| op.operation.text().is_some_and(|text| super::is_user_text(first, text)))
+                .map(|op| op.op)
+        }),
+        ObservedEvent::TurnEnd {
+            message: Message::Assistant(told),
+            ..
+        } => timeline
+            .requests
+            .iter()
+            .position(|request| {
+                request.line < info.line && request.response.is_some_and(|(_, response)| response == told)
+            })
+            .and_then(|index| timeline.request_run(index)),
+        _ => None,
+    };
+    by_content.or(info.op)
+}
+
 /// OBSERVE-2, what the ends carry, for the runs that committed: an `agent_end` carries the
 /// run's messages (what its entries store); the k-th `turn_end` an observer hears of a run
 /// carries the run's k-th response and the results, as stored, of that response's tool calls.
+/// Each notification is judged against the run it is about ([`notified_run`]).
 fn ends_carry_their_run(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     // Per (observer, run): the turn_ends told so far.
-    let mut turns: std::collections::BTreeMap<(&str, crate::runtime::OpId), usize> = Default::default();
+    let mut turns: std::collections::BTreeMap<(&str, OpId), usize> = Default::default();
+    // The (observer, run) pairs whose agent_end was told.
+    let mut ended: std::collections::BTreeSet<(&str, OpId)> = Default::default();
     for info in &timeline.notifications {
-        let Some(op) = info.op.filter(|op| committed(timeline, *op)) else {
+        let run = notified_run(timeline, info, &ended);
+        if let (ObservedEvent::AgentEnd { .. }, Some(run)) = (info.event, run) {
+            ended.insert((info.observer, run));
+        }
+        let Some(op) = run.filter(|op| committed(timeline, *op)) else {
             continue;
         };
         let stored = timeline.appended_messages(op);

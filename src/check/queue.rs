@@ -10,34 +10,55 @@ use super::Violation;
 
 pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = started_before_previous_finished(timeline);
-    // Runs are the spans of their signals' use; two spans may not overlap.
-    let mut spans: BTreeMap<SignalId, (usize, usize)> = BTreeMap::new();
+    // Runs are the spans of their signals' use; the spans of two runs' signals may not
+    // overlap. A signal's run is the run of its first use, told by what the request carries
+    // (or by the call's request), so two signals of one run (a runtime that gives every request
+    // a signal of its own breaks PROJECT-5, not the queue) are not two runs.
+    #[derive(Clone, Copy)]
+    enum Use {
+        Request(usize),
+        ToolCall(usize),
+    }
+    let run_of = |first: Use| match first {
+        Use::Request(index) => timeline.request_run(index),
+        Use::ToolCall(index) => timeline.tool_call_run(index),
+    };
+    let mut spans: BTreeMap<SignalId, (usize, usize, Use)> = BTreeMap::new();
     let uses = timeline
         .requests
         .iter()
-        .flat_map(|request| {
+        .enumerate()
+        .flat_map(|(index, request)| {
             let end = request.response.as_ref().map(|(line, _)| *line).unwrap_or(request.line);
-            [(request.signal, request.line), (request.signal, end)]
+            [(request.signal, request.line, end, Use::Request(index))]
         })
-        .chain(timeline.tool_calls.iter().flat_map(|call| {
+        .chain(timeline.tool_calls.iter().enumerate().map(|(index, call)| {
             let end = call.answer.as_ref().map(|(line, _)| *line).unwrap_or(call.line);
-            [(call.signal, call.line), (call.signal, end)]
+            (call.signal, call.line, end, Use::ToolCall(index))
         }));
-    for (signal, line) in uses {
-        let span = spans.entry(signal).or_insert((line, line));
-        span.0 = span.0.min(line);
-        span.1 = span.1.max(line);
+    for (signal, line, end, used) in uses {
+        let span = spans.entry(signal).or_insert((line, end, used));
+        if line < span.0 {
+            span.0 = line;
+            span.2 = used;
+        }
+        span.1 = span.1.max(end);
     }
-    let spans: Vec<(SignalId, (usize, usize))> = spans.into_iter().collect();
-    for (index, (signal, (start, end))) in spans.iter().enumerate() {
-        for (other, (other_start, other_end)) in &spans[index + 1..] {
-            if start < other_end && other_start < end {
-                violations.push(Violation::new(
-                    "QUEUE-1.b",
-                    &[*start.max(other_start)],
-                    format!("the runs of {signal} and {other} overlap: prompts must run one at a time"),
-                ));
+    let spans: Vec<(SignalId, (usize, usize, Use))> = spans.into_iter().collect();
+    for (index, (signal, (start, end, first))) in spans.iter().enumerate() {
+        for (other, (other_start, other_end, other_first)) in &spans[index + 1..] {
+            if !(start < other_end && other_start < end) {
+                continue;
             }
+            let run = run_of(*first);
+            if run.is_some() && run == run_of(*other_first) {
+                continue;
+            }
+            violations.push(Violation::new(
+                "QUEUE-1.b",
+                &[*start.max(other_start)],
+                format!("the runs of {signal} and {other} overlap: prompts must run one at a time"),
+            ));
         }
     }
     // Prompt-like operations that succeed settle in arrival order.

@@ -684,6 +684,65 @@ impl<'a> Timeline<'a> {
         })
     }
 
+    /// The prompt-like operation whose run made the request at `index` of [`Timeline::requests`],
+    /// told by what the request carries rather than by its signal: the latest operation still
+    /// in flight (delivered, its run not finished) whose prompt the request carries as a user
+    /// message, more often than the restored history and the earlier operations with the same
+    /// text account for (as sent, or inside an envelope of the runtime's own). `None` when no
+    /// operation in flight is carried that way: then the attribution by time
+    /// ([`RequestInfo::op`]) is all there is.
+    pub fn run_of_request(&self, index: usize) -> Option<OpId> {
+        let request = self.requests.get(index)?;
+        let in_flight = |info: &&OpInfo<'a>| {
+            info.is_prompt_like()
+                && info.delivered < request.line
+                && info.run_finished.is_none_or(|finished| finished > request.line)
+        };
+        // A user message carries a prompt as sent, or inside an envelope of the runtime's own
+        // (a reminder it prepends): what the model is told is the runtime's choice.
+        let carries = |message: &Message, text: &str| {
+            super::is_user_text(message, text)
+                || (!text.is_empty() && matches!(message, Message::User(_)) && message.text().contains(text))
+        };
+        let count = |text: &str| request.messages.iter().filter(|message| carries(message, text)).count();
+        let restored = |text: &str| {
+            self.initial_path.as_ref().map_or(0, |path| {
+                path.iter()
+                    .filter_map(|entry| entry.as_message())
+                    .filter(|message| carries(message, text))
+                    .count()
+            })
+        };
+        self.ops.iter().filter(in_flight).rev().find_map(|info| {
+            let text = info.operation.text()?;
+            let same_text_before = self
+                .ops
+                .iter()
+                .filter(|other| other.is_prompt_like() && other.op <= info.op && other.operation.text() == Some(text))
+                .count();
+            (count(text) >= restored(text) + same_text_before).then_some(info.op)
+        })
+    }
+
+    /// The run a request belongs to: [`Timeline::run_of_request`], or else the operation in
+    /// flight when it was made.
+    pub fn request_run(&self, index: usize) -> Option<OpId> {
+        self.run_of_request(index).or_else(|| self.requests.get(index)?.op)
+    }
+
+    /// The run a tool call belongs to: the run of the latest earlier request whose response
+    /// asked for it (by call id), or else the operation in flight when it was made.
+    pub fn tool_call_run(&self, index: usize) -> Option<OpId> {
+        let call = self.tool_calls.get(index)?;
+        let asked = self.requests.iter().rposition(|request| {
+            request.line < call.line
+                && request
+                    .response
+                    .is_some_and(|(_, response)| response.tool_calls().iter().any(|asked| asked.id == call.call.id))
+        });
+        asked.and_then(|request| self.request_run(request)).or(call.op)
+    }
+
     /// The event index right after `line`, skipping nothing.
     pub fn next_event(&self, line: Line) -> Option<&'a Event> {
         self.events.get(line + 1)

@@ -587,12 +587,13 @@ pub(crate) async fn runtime_client(
 ) -> HostResult {
     // The subject's steps are synchronous: no simulated time passes while it works.
     let restored = subject.borrow_mut().start(&scenario);
-    match restored {
+    let setup = match restored {
         Ok(Ok(restored)) => {
             shared.borrow_mut().push(Event::Restored {
                 leaf: restored.leaf,
                 messages: restored.messages,
             });
+            restored.setup
         }
         Ok(Err(cause)) => {
             shared.borrow_mut().push(Event::RestoreFailed { cause });
@@ -602,7 +603,7 @@ pub(crate) async fn runtime_client(
             *failure.borrow_mut() = Some(error);
             return Ok(());
         }
-    }
+    };
     let core = SubjectCore { subject, failure };
     let local = Rc::new(LocalTools {
         shared: shared.clone(),
@@ -622,7 +623,7 @@ pub(crate) async fn runtime_client(
         output: local,
         observer: Some(Rc::new(Recorder { shared: shared.clone() })),
     };
-    let shell = Shell::spawn(core, services).0;
+    let shell = Shell::spawn_with_setup(core, services, setup).0;
     let mut calls = Vec::new();
     let mut delivered = 0;
     for spec in &scenario.operations {

@@ -21,10 +21,10 @@
 //! This module owns the turn-taking; the bytes and the process are `process`'s, the shapes are
 //! `wire`'s.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use crate::runtime::{Cause, Effect, EffectId, Input, OpId, SignalId};
+use crate::runtime::{Cause, Effect, EffectId, Input, OpId, Settlement, SignalId};
 use crate::scenario::Scenario;
 use crate::sim::{Restored, Subject, SubjectFailure};
 
@@ -60,6 +60,9 @@ pub struct ExternalSubject {
     effect_ids: BTreeSet<u32>,
     /// The operations delivered in this run: a `settled` for any other is a protocol breach.
     ops_delivered: BTreeSet<u32>,
+    /// What each delivered operation is, as `hello.unsupported` names it (`prompt`,
+    /// `mode:interactive`), for an operation the adapter settles as unsupported.
+    ops_named: BTreeMap<u32, String>,
     /// A failure was reported: the process is killed, not asked to shut down.
     failed: bool,
     /// A run was started on the process and not yet finished.
@@ -85,6 +88,7 @@ impl ExternalSubject {
             hello: None,
             effect_ids: BTreeSet::new(),
             ops_delivered: BTreeSet::new(),
+            ops_named: BTreeMap::new(),
             failed: false,
             run_live: false,
             fresh_each_run: false,
@@ -363,9 +367,16 @@ impl ExternalSubject {
 
     /// The first operation or behaviour of `scenario` that the adapter declared unsupported.
     fn unsupported_use(scenario: &Scenario, hello: &Hello) -> Option<(String, String)> {
-        let mut used: Vec<&str> = scenario.operations.iter().map(|spec| spec.operation().name()).collect();
+        let mut used: Vec<String> = Vec::new();
+        for spec in &scenario.operations {
+            let operation = spec.operation();
+            used.push(operation.name().to_string());
+            if let crate::trace::Operation::Mode { mode, .. } = &operation {
+                used.push(format!("mode:{mode}"));
+            }
+        }
         if scenario.model.iter().any(|step| step.chunks.unwrap_or(1) > 1) {
-            used.push("chunks");
+            used.push("chunks".into());
         }
         if !scenario.observers.is_empty() {
             if hello.protocol < 2 {
@@ -374,14 +385,24 @@ impl ExternalSubject {
                     "extension event observers (`notify` effects) need protocol 2".to_string(),
                 ));
             }
-            used.push("observers");
+            used.push("observers".into());
         }
         used.into_iter().find_map(|name| {
-            hello
-                .unsupported
-                .get(name)
-                .map(|reason| (name.to_string(), reason.clone()))
+            let reason = hello.unsupported.get(&name)?.clone();
+            Some((name, reason))
         })
+    }
+}
+
+/// The code of a rejection by which an adapter says it cannot run an operation
+/// (`docs/protocol.md`): the case is not applicable.
+pub const UNSUPPORTED_CODE: &str = "adapter.unsupported";
+
+/// How `hello.unsupported` names an operation: its name, or `mode:<name>` for an output mode.
+fn unsupported_name(operation: &crate::protocol::wire::WireOperation) -> String {
+    match operation {
+        crate::protocol::wire::WireOperation::Mode { mode, .. } => format!("mode:{mode}"),
+        other => other.name().to_string(),
     }
 }
 
@@ -528,6 +549,7 @@ impl Subject for ExternalSubject {
         self.failed = false;
         self.effect_ids.clear();
         self.ops_delivered.clear();
+        self.ops_named.clear();
         if self.process.is_none() {
             self.spawn()?;
         } else if self.reset_pending.is_none() {
@@ -569,7 +591,29 @@ impl Subject for ExternalSubject {
             };
             match message {
                 AdapterMessage::Started { leaf, messages } if restored.is_none() => {
-                    restored = Some(Ok(Restored { leaf, messages }));
+                    restored = Some(Ok(Restored {
+                        leaf,
+                        messages,
+                        setup: Vec::new(),
+                    }));
+                }
+                // Version 2: what the runtime does while it is created, after `started` and
+                // before its `idle` (an AgentSession that appends entries of its own as it
+                // opens the session): set-up effects, answered before the first operation.
+                AdapterMessage::Effect { effect }
+                    if matches!(restored, Some(Ok(_)))
+                        && self.hello.as_ref().is_some_and(|hello| hello.protocol >= 2) =>
+                {
+                    let id = effect.id();
+                    if id == 0 || !self.effect_ids.insert(id) {
+                        return Err(self.fail(|stderr_tail| AdapterFailure::UnknownEffect {
+                            message: format!("set-up effect id {id} is 0 or was already used in this run"),
+                            stderr_tail,
+                        }));
+                    }
+                    if let Some(Ok(restored)) = &mut restored {
+                        restored.setup.push(effect_from_wire(effect));
+                    }
                 }
                 AdapterMessage::RestoreFailed { cause } if restored.is_none() => {
                     restored = Some(Err(cause.into()));
@@ -588,7 +632,7 @@ impl Subject for ExternalSubject {
                 }
                 other => {
                     let message = format!(
-                        "unexpected `{}` after `start` (only `started` or `restore_failed`, then `idle`)",
+                        "unexpected `{}` after `start` (only `started` or `restore_failed`, then set-up effects (version 2), then `idle`)",
                         other.type_name()
                     );
                     return Err(self.malformed(message));
@@ -637,8 +681,9 @@ impl Subject for ExternalSubject {
         // sent unasked (an extra `idle`, a late effect), and would be taken as this input's answer.
         self.check_unsolicited()?;
         let wire = input_to_wire(&input);
-        if let KitMessage::Operation { op, .. } = &wire {
+        if let KitMessage::Operation { op, operation } = &wire {
             self.ops_delivered.insert(*op);
+            self.ops_named.insert(*op, unsupported_name(operation));
         }
         self.send(&wire);
         let deadline = Instant::now() + self.step_timeout;
@@ -669,10 +714,26 @@ impl Subject for ExternalSubject {
                         OpId(op)
                     )))
                 }
-                AdapterMessage::Settled { op, settlement } => effects.push(Effect::Settled {
-                    op: OpId(op),
-                    settlement: settlement_from_wire(settlement),
-                }),
+                AdapterMessage::Settled { op, settlement } => {
+                    let settlement = settlement_from_wire(settlement);
+                    // The adapter cannot run this operation (a feature it did not declare
+                    // unsupported in `hello`, such as a terminal UI mode): the case is not
+                    // applicable, never the runtime refusing the operation. The run is cut
+                    // here; the process is not reused for the next start.
+                    if let Settlement::Rejected(cause) = &settlement {
+                        if cause.code == UNSUPPORTED_CODE {
+                            let operation = self.ops_named.get(&op).cloned().unwrap_or_else(|| "operation".into());
+                            return Err(SubjectFailure::Unsupported {
+                                operation,
+                                reason: cause.message.clone(),
+                            });
+                        }
+                    }
+                    effects.push(Effect::Settled {
+                        op: OpId(op),
+                        settlement,
+                    })
+                }
                 AdapterMessage::Idle {} => {
                     // More output right behind `idle` was written before the kit could answer.
                     let followed = self.process.as_ref().is_some_and(AdapterProcess::last_line_followed);

@@ -369,7 +369,11 @@ impl<S: Subject> Subject for Perturbed<S> {
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
         let started = self.inner.start(scenario)?;
         Ok(match self.rewrite(restore_line(&started)) {
-            Some(AdapterMessage::Started { leaf, messages }) => Ok(Restored { leaf, messages }),
+            Some(AdapterMessage::Started { leaf, messages }) => Ok(Restored {
+                leaf,
+                messages,
+                setup: Vec::new(),
+            }),
             Some(AdapterMessage::RestoreFailed { cause }) => Err(cause.into()),
             _ => started,
         })

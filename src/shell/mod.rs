@@ -226,6 +226,17 @@ impl Shell {
     /// driver ends when every handle is dropped and no call or effect is pending; it returns
     /// the runtime, so a caller can inspect its final state.
     pub fn spawn<C: Core + 'static>(core: C, services: Services) -> (Shell, tokio::task::JoinHandle<C>) {
+        Shell::spawn_with_setup(core, services, Vec::new())
+    }
+
+    /// [`Shell::spawn`] for a runtime that did something while it was created (`setup`, an
+    /// adapter's set-up effects, `sim::Restored::setup`): the driver serves those effects
+    /// first and holds every call back until they are answered.
+    pub fn spawn_with_setup<C: Core + 'static>(
+        core: C,
+        services: Services,
+        setup: Vec<Effect>,
+    ) -> (Shell, tokio::task::JoinHandle<C>) {
         let (channel, inbox) = mpsc::unbounded_channel();
         let driver = Driver {
             core,
@@ -237,8 +248,9 @@ impl Shell {
             signals: BTreeMap::new(),
             next_op: 1,
             closed: false,
+            held: Vec::new(),
         };
-        let handle = tokio::task::spawn_local(driver.run());
+        let handle = tokio::task::spawn_local(driver.run(setup));
         (
             Shell {
                 inner: Rc::new(Handle { channel }),
@@ -316,12 +328,35 @@ struct Driver<C: Core> {
     next_op: u32,
     /// Every handle is gone.
     closed: bool,
+    /// Calls that arrived while the runtime's set-up effects were unanswered, in order.
+    held: Vec<Message>,
 }
 
 impl<C: Core> Driver<C> {
-    async fn run(mut self) -> C {
-        while let Some(message) = self.inbox.recv().await {
+    /// Whether the runtime's set-up is still unanswered: nothing delivered yet, something pending.
+    fn setting_up(&self) -> bool {
+        self.next_op == 1 && !self.pending.is_empty()
+    }
+
+    async fn run(mut self, setup: Vec<Effect>) -> C {
+        for effect in setup {
+            self.serve(effect);
+        }
+        loop {
+            // Once the set-up is answered, the calls held back go first, in order.
+            let message = if !self.setting_up() && !self.held.is_empty() {
+                self.held.remove(0)
+            } else {
+                match self.inbox.recv().await {
+                    Some(message) => message,
+                    None => break,
+                }
+            };
             let input = match message {
+                call @ Message::Call { .. } if self.setting_up() => {
+                    self.held.push(call);
+                    continue;
+                }
                 Message::Call { operation, reply } => {
                     let op = OpId(self.next_op);
                     self.next_op += 1;
@@ -374,7 +409,7 @@ impl<C: Core> Driver<C> {
 
     /// No call waits for its settlement and no effect for its answer.
     fn is_idle(&self) -> bool {
-        self.replies.is_empty() && self.pending.is_empty()
+        self.replies.is_empty() && self.pending.is_empty() && self.held.is_empty()
     }
 
     fn observe(&self, event: Event) {

@@ -36,10 +36,15 @@ pub use strategy::{Pct, Random, Replay, Scripted, Strategy, StrategyKind};
 pub use subject::{BoxedSubject, Lent, Subject};
 
 /// The result of a successful restore.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Restored {
     pub leaf: Option<String>,
     pub messages: usize,
+    /// What the runtime did while it was being created, before any operation (an adapter's
+    /// runtime may append entries of its own as it opens a session): recorded after the
+    /// restore, and answered before the first operation is delivered. The reference does
+    /// nothing there.
+    pub setup: Vec<Effect>,
 }
 
 /// One thing the scheduler may do next.
@@ -278,10 +283,15 @@ pub fn simulate_with(
     sim.request_checks = request_checks;
     let mut choices_taken = Vec::new();
     match subject.start(scenario).map_err(|failure| failure.at_trace_line(1))? {
-        Ok(restored) => sim.trace.push(Event::Restored {
-            leaf: restored.leaf,
-            messages: restored.messages,
-        }),
+        Ok(restored) => {
+            sim.trace.push(Event::Restored {
+                leaf: restored.leaf,
+                messages: restored.messages,
+            });
+            for effect in restored.setup {
+                sim.record(effect);
+            }
+        }
         Err(cause) => {
             sim.trace.push(Event::RestoreFailed { cause });
             subject.finish()?;
@@ -405,7 +415,10 @@ impl<'a> World<'a> {
     /// The enabled choices: the next operation first, then pending effects oldest first.
     pub fn enabled(&self, choices: &mut Vec<Choice>) {
         choices.clear();
-        if let Some(spec) = self.scenario.operations.get(self.next_op) {
+        // The runtime's set-up (what it did while it was created, `Restored::setup`) is
+        // answered before the first operation is delivered.
+        let setting_up = self.next_op == 0 && !self.pending.is_empty();
+        if let Some(spec) = self.scenario.operations.get(self.next_op).filter(|_| !setting_up) {
             if spec.after.is_none_or(|after| self.counters.holds(after)) {
                 choices.push(Choice::Deliver { index: self.next_op });
             }

@@ -76,6 +76,7 @@ impl Subject for ReferenceSubject {
                 let restored = Restored {
                     leaf: runtime.leaf().map(str::to_string),
                     messages: runtime.control().view().messages.len(),
+                    setup: Vec::new(),
                 };
                 if !self.skip_self_check {
                     self.self_check = Some(SelfCheck::start(scenario, &mut runtime).map_err(self_check_failure)?);

@@ -79,6 +79,7 @@ impl Subject for Probe<'_> {
         let restored = Restored {
             leaf: runtime.leaf().map(str::to_string),
             messages: runtime.control().state().messages.len(),
+            setup: Vec::new(),
         };
         self.runtime = Some(runtime);
         Ok(Ok(restored))

@@ -248,6 +248,14 @@ export interface AdapterDefinition {
     /** Creates the runtime for a run: `{leaf, messages}` (started) or `{restoreFailed: cause}`. No effects during start. */
     start(scenario: Scenario, ctx: RunContext): StartResult | Promise<StartResult>;
     /**
+     * Protocol 2, optional: called right after `started` is written, for what the runtime does
+     * while it is created (an SDK that appends entries of its own as it opens a session). Its
+     * effects are set-up effects, written before the `idle` that ends the answer to `start`;
+     * the kit answers them before it delivers the first operation. Its promise's failure is the
+     * mapping's to keep (say, to reject the operations with the runtime's creation error).
+     */
+    setup?(ctx: RunContext): void | Promise<void>;
+    /**
      * Delivers operation `op`. Return a value or a promise of one to have the SDK settle it
      * (resolved with the value, `undefined` meaning `{kind: "unit"}`; rejected with
      * `causeOf(error)`); return `undefined` to settle it yourself with `ctx.settle`.

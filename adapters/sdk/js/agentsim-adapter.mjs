@@ -1632,6 +1632,21 @@ async function startRun(scenario) {
         fatal("adapter.no_start_result", `start must return {leaf: string|null, messages: count} or {restoreFailed: {code, message}}, got ${JSON.stringify(result)}`);
     }
     emit({ type: "started", leaf, messages });
+    // Protocol 2: what the runtime does while it is created, after `started` and before the
+    // `idle` that ends the answer to `start` (an AgentSession that appends entries of its own
+    // as it opens the session). Its effects are set-up effects: the kit answers them before it
+    // delivers the first operation. Its promise is the mapping's (a failure is its to keep).
+    if (server.definition.setup && server.protocol >= 2) {
+        try {
+            const setup = server.definition.setup(run);
+            Promise.resolve(setup).catch((error) => {
+                if (!(error instanceof RunDiscarded)) log("setup failed:", error?.message ?? error);
+            });
+        } catch (error) {
+            if (error instanceof RunDiscarded) throw error;
+            log("setup threw:", error?.message ?? error);
+        }
+    }
 }
 
 async function resetRun() {
