@@ -947,7 +947,7 @@ pub fn hunt_mutant(corpus: &[LoadedScenario], mutant: crate::zoo::Mutant, seeds:
                     return hunt;
                 }
                 schedules += 1;
-                let case = run_case(loaded, strategy, seed, &Implementation::mutant(mutant));
+                let case = run_case(loaded, strategy, seed, &Implementation::mutant(mutant)).against_reference(loaded);
                 if case.verdict != Verdict::Failed {
                     continue;
                 }

@@ -122,6 +122,15 @@ impl Implementation {
         }
     }
 
+    /// Whether a scenario's own checks (its `expect` block and the scripted model's request
+    /// checks) judge this implementation. They pin the reference's own choices on the canonical
+    /// schedule (its exact texts, its counts), which no rule states: they describe the in-process
+    /// reference (and the fairness test's variant, which must meet them too), never a mutant or
+    /// another implementation, which the rules alone judge.
+    pub fn judged_by_scenario_checks(&self) -> bool {
+        self.mutant.is_none() && matches!(self.base, Base::Reference | Base::ConformingVariant { .. })
+    }
+
     /// Whether this is an implementation behind the adapter protocol.
     pub fn is_adapter(&self) -> bool {
         matches!(self.base, Base::Adapter { .. })

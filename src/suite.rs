@@ -130,6 +130,33 @@ impl CaseReport {
         self
     }
 
+    /// Sets where the implementation's trace first departs from the reference's, and ranks the
+    /// violations again with it: the root cause is never one cited only on lines identical to
+    /// the reference's (`check::cause`).
+    pub fn set_divergence(&mut self, divergence: Option<crate::protocol::diff::Divergence>) {
+        check::cause::rank_by_importance(
+            &mut self.violations,
+            divergence.as_ref().map(|divergence| divergence.line),
+        );
+        self.divergence = divergence;
+    }
+
+    /// For a case of anything but the reference itself (a mutant in process): its divergence
+    /// from the reference's run of the same scenario, strategy and seed, and its violations
+    /// ranked with it, as an implementation's are (`run --impl`), so that its root cause reads
+    /// the same in process and over the wire.
+    pub fn against_reference(mut self, loaded: &LoadedScenario) -> CaseReport {
+        if self.verdict != Verdict::Failed || self.mutant.is_none() {
+            return self;
+        }
+        let reference = run_case(loaded, self.strategy, self.seed, &Implementation::reference());
+        if let (Some(ours), Some(theirs)) = (&self.outcome, &reference.outcome) {
+            let divergence = crate::protocol::diff::first_divergence(&theirs.trace, &ours.trace);
+            self.set_divergence(divergence);
+        }
+        self
+    }
+
     /// Keeps only the violations `selection` judges; a failed case with none left passes.
     pub fn restrict(&mut self, selection: &check::Selection) {
         if selection.is_all() {
@@ -376,9 +403,11 @@ fn run_case_with(
     let scenario = &loaded.scenario;
     let mut violations = outcome.violations(scenario);
     // The scenario's own checks (request checks of the scripted model, `expect`) describe the
-    // canonical schedule; other schedules are judged by the rules alone.
+    // reference on the canonical schedule; other schedules and other implementations are
+    // judged by the rules alone.
     if strategy == StrategyKind::Scripted {
-        for finding in &outcome.findings {
+        let scenario_checks = implementation.judged_by_scenario_checks();
+        for finding in outcome.findings.iter().filter(|_| scenario_checks) {
             violations.push(Violation {
                 rule: finding.rule.clone(),
                 clause: None,
@@ -392,9 +421,11 @@ fn run_case_with(
             report.outcome = Some(outcome);
             return report;
         }
-        let stored = outcome.stored(scenario);
-        let timeline = Timeline::new(scenario, &outcome.trace, &stored);
-        violations.extend(check_expectations(&timeline));
+        if scenario_checks {
+            let stored = outcome.stored(scenario);
+            let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+            violations.extend(check_expectations(&timeline));
+        }
     }
     report.judged(scenario, violations, outcome)
 }
@@ -448,7 +479,7 @@ pub fn run_case_net(
     };
     let scenario = &loaded.scenario;
     let mut violations = outcome.violations(scenario);
-    if strategy == StrategyKind::Scripted && !options.seeded_faults {
+    if strategy == StrategyKind::Scripted && !options.seeded_faults && implementation.judged_by_scenario_checks() {
         let stored = outcome.stored(scenario);
         let timeline = Timeline::new(scenario, &outcome.trace, &stored);
         violations.extend(check_expectations(&timeline));

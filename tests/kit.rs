@@ -10,7 +10,8 @@
 //! through the adapter protocol; `check_session` runs `agentsim check-session` on the session
 //! files of tests/fixtures/sessions; `hardening` feeds hostile input (one test per finding of
 //! the hardening issue) and fuzzes scenario files, session files and protocol lines with a
-//! seeded mutator; `html` loads the HTML pages in headless Chromium; `ci_doc` checks the
+//! seeded mutator; `expectations` runs `--expect` by cause, the reports' levels and the
+//! expectations generator; `html` loads the HTML pages in headless Chromium; `ci_doc` checks the
 //! commands of docs/ci.md and the implementers' guide parse; `sdk` runs the JavaScript and
 //! Python adapter SDKs' own suites; `zoo` kills every mutant through `serve` as in process;
 //! `fields` shows every wire field judged by a rule or listed with the reason it is not;
@@ -32,6 +33,8 @@ mod check_session;
 mod ci_doc;
 #[path = "kit/clauses.rs"]
 mod clauses;
+#[path = "kit/expectations.rs"]
+mod expectations;
 #[path = "kit/fairness.rs"]
 mod fairness;
 #[path = "kit/fields.rs"]

@@ -572,7 +572,7 @@ INTERACTIVE_UNSUPPORTED = (
 class AelixAdapter(Adapter):
     name = "aelix"
     version = PINNED_VERSION
-    features = ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers"]
+    features = ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers", "sync-sink"]
     unsupported = {
         "library": "aelix has no library adapter returning {reason, text}; its SDK is AgentHarness itself",
         # docs/protocol.md: `mode:<name>` declares one output mode unsupported.

@@ -7,10 +7,15 @@
 Every failing (scenario, rule) pair is given its cause in aelix: CAUSES says what aelix does,
 where (the installed file, function and line, each confirmed by reading it) and whether it is
 a bug or a choice; RULE_CAUSES says, per rule, which causes can explain a failure, in order; a
-pair takes the first of them that the scenario exhibits (FEATURES). One deviation is written per
-rule and cause. A pair that no listed cause explains stops the script with its name: it is either
-a new finding (add its cause here, after reading the source) or an adapter or kit mistake (fix
-it, do not list it). Standard library only; run it again after the kit or aelix changes.
+pair takes the first of them that the scenario exhibits (FEATURES). One entry is written per
+cause, with its one label and its pairs by rule, so the same report gives the same bytes. A pair
+the file cannot hold is left out and named on stderr, and the script exits 1 (the file is
+written all the same; a run with it reports those pairs UNEXPECTED): a pair of a MUST rule under
+a cause labelled choice (a broken MUST rule is a bug: relabel the cause, or argue in
+conformance.md that the rule is SHOULD), and a pair that no listed cause explains, which is
+either a new finding (add its cause here, after reading the source) or an adapter or kit
+mistake (fix it, do not list it). Standard library only; run it again after the kit or aelix
+changes.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Optional, Set
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SITE = ".venv/lib/python3.11/site-packages/"
@@ -64,13 +69,13 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "Session.append_message; turn_end and agent_end handlers are awaited inside the run too, so "
         "a slow observer delays the store and the prompt.",
         "source": source(CORE, "AgentHarness._run", 4423),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "no-queue": {
         "reason": "aelix has no operation queue: AgentHarness.prompt() while a turn runs raises "
         "AgentHarnessError('busy', 'AgentHarness is busy ...') instead of waiting its turn.",
         "source": source(CORE, "AgentHarness.prompt", 1226),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "dispose-aborts": {
         "reason": "AgentSessionRuntime.dispose() ends in AgentHarness.dispose(), which aborts the "
@@ -89,7 +94,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "that no turn runs, so a prompt after dispose runs (without the extensions' hooks, which "
         "dispose cleared) instead of being rejected with runtime.disposed.",
         "source": source(CORE, "AgentHarness.prompt", 1225),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "abort-cancels": {
         "reason": "aelix's abort cancels the turn's asyncio task (AgentHarness.abort: "
@@ -104,7 +109,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "(agent_loop emits turn_start before the prompt's message_end, which stores the prompt): it "
         "reports that one turn as its one step (`steps`: aelix's turn_start events) with no request.",
         "source": source(CORE, "AgentHarness.abort", 1518),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "abort-drops": {
         "reason": "An aborted turn stores nothing of what it was doing: the cancelled stream's "
@@ -113,7 +118,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "off the session write path'). The transcript and the store disagree; a tool call of the "
         "aborted response has no result.",
         "source": source(CORE, "AgentHarness._run", 4586),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "leaf-entry": {
         "reason": "aelix chooses a branch by writing: Session.move_to -> "
@@ -128,13 +133,13 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "reason": "With no leaf chosen aelix does not reject: its loader (_load_jsonl_storage) "
         "leaves the leaf at the physically last entry and restores that branch.",
         "source": source(STORAGE, "_load_jsonl_storage", 368),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "duplicate-ids": {
         "reason": "aelix's session has no duplicate-id diagnostic: JsonlSessionStorage indexes "
         "entries by id, last one wins, and restore succeeds.",
         "source": source(STORAGE, "JsonlSessionStorage.__init__", 443),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "cycle-hang": {
         "reason": "A parent cycle on the chosen chain hangs aelix: "
@@ -152,7 +157,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "message carries the compaction entry's time in milliseconds (create_compaction_summary_message: "
         "_iso_to_unix_ms), not the 0 of the contract's stand-in.",
         "source": source(SITE + "aelix_agent_core/session/context.py", "build_session_context", 299),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "no-budget": {
         "reason": "aelix has no per-request context budget: every turn's context is the whole "
@@ -164,7 +169,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
     "no-max-steps": {
         "reason": "aelix has no step bound: the agent loop runs while the model calls tools.",
         "source": source(SITE + "aelix_agent_core/loop.py", "_run_loop", 192),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "hook-throws": {
         "reason": "A hook handler that raises (error_mode 'throw', the default) fails the whole "
@@ -172,7 +177,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "records an '[error] ...' assistant message no model sent and the prompt rejects with code "
         "`hook`, instead of denying the call or making its result an error.",
         "source": source(CORE, "AgentHarness._before_tool_call_bridge", 4007),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "unknown-tool-text": {
         "reason": "aelix answers a call to a tool it does not have with the error result 'Unknown tool: NAME' "
@@ -186,6 +191,14 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "42 becomes '42'), and validates before the tool_call hooks run, so arguments a hook "
         "rewrote are never validated: the core tool runs.",
         "source": source(SITE + "aelix_agent_core/loop.py", "_prepare_tool_call", 506),
+        "verdict": "bug",
+    },
+    "error-texts": {
+        "reason": "aelix words the core executor's refusals its own way: an unknown tool's result "
+        "reads 'Tool <name> not found' only in the course; aelix's loop writes its own text, and an "
+        "argument that fails the schema gets aelix's validation message (validate_tool_arguments), "
+        "not 'Invalid arguments for <name>: <path>: <problem>'.",
+        "source": source(SITE + "aelix_agent_core/loop.py", "_prepare_tool_call", 500),
         "verdict": "choice",
     },
     "json-mode": {
@@ -193,7 +206,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "session metadata line, then one JSON line per harness event, each a separate write, the "
         "first before the prompt; not one {reason, steps, messages} line.",
         "source": source(PRINT, "run_print_mode", 273),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "print-newline": {
         "reason": "aelix's print mode (run_print_mode mode 'text', `aelix -p`) writes each text "
@@ -216,7 +229,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "by a dispose (AgentHarness.dispose awaits abort()); the contract's abort acts on the active "
         "run only, and a steer or a follow-up no run took joins the next run.",
         "source": source(CORE, "AgentHarness.abort", 1513),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "turn-end-drops-tool-results": {
         "reason": "aelix tells extensions of a turn's end without its tool results: _to_hook_event "
@@ -224,7 +237,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "an observer of turn_end never sees the results its turn stored (the hook event has no tool "
         "results at all; the adapter writes the empty list the protocol's turn_end requires).",
         "source": source(CORE, "_to_hook_event", 4702),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "unknown-mode": {
         "reason": "aelix refuses a mode name it does not know on its command line, at once and "
@@ -232,7 +245,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "and _async_main prints 'Error: Invalid --mode value: NAME' and returns exit code 1 (the "
         "adapter rejects with exitCode.1 and that text), not the code mode.unknown.",
         "source": source(SITE + "aelix_coding_agent/cli/args.py", "parse_args", 373),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "sink-error": {
         "reason": "A failed output write other than a broken pipe never reaches aelix's caller: "
@@ -241,14 +254,14 @@ CAUSES: Dict[str, Dict[str, Any]] = {
         "rejects with exitCode.1 and the printed text). A broken pipe (EPIPE, BrokenPipeError) is "
         "let out unchanged.",
         "source": source(PRINT, "run_print_mode", 256),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "mode-disposes-host": {
         "reason": "run_print_mode is single-shot: its finally disposes the runtime host "
         "(AgentSessionRuntime.dispose) even when it failed, so a mode ends the harness's turn in "
         "flight (dispose aborts it) and clears the extensions' hooks for what follows.",
         "source": source(PRINT, "run_print_mode", 377),
-        "verdict": "choice",
+        "verdict": "bug",
     },
     "interactive": {
         "reason": "Not aelix's behaviour but the adapter's limit: aelix's interactive mode is its "
@@ -271,7 +284,8 @@ RULE_CAUSES: Dict[str, List[str]] = {
     "RESTORE-4": ["compaction-summary"],
     "PATH-2": ["duplicate-ids"],
     "PERSIST-4": ["leaf-entry"],
-    "AGENT-1": ["no-max-steps", "abort-drops", "dispose-aborts", "mode-disposes-host"],
+    "AGENT-1": ["no-max-steps", "abort-cancels", "abort-drops", "dispose-aborts", "mode-disposes-host"],
+    "WIRE-9": ["error-texts"],
     "OBSERVE-2": ["turn-end-drops-tool-results"],
     "CONTEXT-1": ["no-budget"],
     "WIRE-7": ["coerce-arguments"],
@@ -359,9 +373,10 @@ MESSAGE_HINTS: Dict[tuple, tuple] = {
     ("PERSIST-6", "abort-drops"): ("do not end with",),
     ("LIFE-2", "print-write-synchronous"): ("did not settle at once",),
     ("AGENT-1", "no-max-steps"): ("maxSteps", "max_steps"),
-    ("AGENT-1", "abort-drops"): ("reported 0 steps",),
-    ("AGENT-1", "dispose-aborts"): ("reported 0 steps",),
-    ("AGENT-1", "mode-disposes-host"): ("reported 0 steps",),
+    ("AGENT-1", "abort-cancels"): ("reported 0 steps", "but its run made 0 model requests"),
+    ("AGENT-1", "abort-drops"): ("reported 0 steps", "but its run made 0 model requests"),
+    ("AGENT-1", "dispose-aborts"): ("reported 0 steps", "but its run made 0 model requests"),
+    ("AGENT-1", "mode-disposes-host"): ("reported 0 steps", "but its run made 0 model requests"),
     ("OBSERVE-2", "turn-end-drops-tool-results"): ("with 0 tool results",),
     ("AGENT-7", "print-write-synchronous"): ("did not settle at once",),
     ("SETTLE-1", "unknown-mode"): ("a mode name it does not know",),
@@ -381,10 +396,7 @@ MESSAGE_HINTS: Dict[tuple, tuple] = {
 }
 
 #: Where a rule's failure is worse than its cause's usual verdict.
-VERDICTS: Dict[tuple, str] = {
-    # The prompt resolved before the append of its user message was answered.
-    ("PERSIST-6", "abort-cancels"): "bug",
-}
+VERDICTS: Dict[tuple, str] = {}
 
 
 #: Failing (scenario, rule) pairs that show only under exploration (`agentsim explore scenarios/
@@ -559,6 +571,8 @@ def features(scenario: Dict[str, Any], case: Dict[str, Any]) -> Set[str]:
         found.add("unknown-tool-text")
     if "rewrite" in text or "invalid" in text or "Invalid arguments" in text or "schema rejects" in text:
         found.add("coerce-arguments")
+    if "WIRE-9" in scenario.get("rules", []) or found & {"coerce-arguments", "unknown-tool-text"}:
+        found.add("error-texts")
     return found
 
 
@@ -579,7 +593,30 @@ def scenario_file(path: str) -> Dict[str, Any]:
         return json.load(file)
 
 
-def record(report: Dict[str, Any]) -> Dict[str, Any]:
+def must_rules() -> Set[str]:
+    """The MUST rules, as conformance.md's `### ID` headings and their `- Level:` lines say (the
+    kit's `tidy` test keeps them the catalogue's)."""
+    rules: Set[str] = set()
+    rule = None
+    with open(os.path.join(ROOT, "conformance.md"), encoding="utf-8") as file:
+        for line in file:
+            line = line.rstrip("\n")
+            if line.startswith("### ") and line[4:].strip().replace("-", "").isalnum():
+                rule = line[4:].strip()
+            elif rule and line.startswith("- Level: "):
+                if line[len("- Level: "):].startswith("MUST"):
+                    rules.add(rule)
+                rule = None
+    return rules
+
+
+def record(report: Dict[str, Any], refused: Optional[List[str]] = None) -> Dict[str, Any]:
+    """The expectations file: one entry per cause (CAUSES' order), with its one label, reason and
+    source and its pairs by rule (RULE_CAUSES' order, scenarios sorted). A pair of a MUST rule
+    under a cause labelled `choice` is left out and named in `refused`: a broken MUST rule is a
+    bug, never a choice (relabel the cause in CAUSES, or argue in conformance.md that the rule is
+    SHOULD); a run with the file reports it UNEXPECTED."""
+    refused = [] if refused is None else refused
     by_cause: Dict[tuple, List[str]] = {}
     explored: Dict[tuple, List[str]] = {}
     unexplained: List[str] = []
@@ -611,23 +648,49 @@ def record(report: Dict[str, Any]) -> Dict[str, Any]:
             unexplained.append(f"{name} {rule} (explored)")
             continue
         explored.setdefault((rule, cause), []).append(name)
-    if unexplained:
-        sys.stderr.write("no cause explains:\n  " + "\n  ".join(unexplained) + "\n")
-        raise SystemExit(1)
+    # Left out and named: a run with the file reports them UNEXPECTED.
+    refused.extend(f"no cause explains {pair}: left out" for pair in unexplained)
+    must = must_rules()
     order = {rule: index for index, rule in enumerate(RULE_CAUSES)}
-    deviations = []
-    for rule, cause in sorted(set(by_cause) | set(explored), key=lambda key: (order[key[0]], key[1])):
-        entry = CAUSES[cause]
-        scenarios = sorted(by_cause.get((rule, cause), []))
-        deviation: Dict[str, Any] = {"rule": rule, "scenarios": scenarios}
-        extra = sorted(set(explored.get((rule, cause), [])) - set(scenarios))
-        if extra:
-            deviation["explored"] = extra
-        deviation["reason"] = entry["reason"]
-        deviation["source"] = entry["source"]
-        deviation["verdict"] = VERDICTS.get((rule, cause), entry["verdict"])
-        deviations.append(deviation)
-    return {"implementation": "aelix-0.1.0b2", "deviations": deviations}
+    # A (scenario, rule) pair has one cause: canonical pairs first, then the explored ones.
+    owner: Dict[tuple, str] = {}
+    for (rule, cause), scenarios in by_cause.items():
+        for scenario in scenarios:
+            owner[(scenario, rule)] = cause
+    causes = []
+    for cause, entry in CAUSES.items():
+        verdict = entry["verdict"]
+        pairs: Dict[str, List[str]] = {}
+        allowed: Dict[str, List[str]] = {}
+        for rule in sorted({rule for rule, key in set(by_cause) | set(explored) if key == cause}, key=lambda rule: order[rule]):
+            if VERDICTS.get((rule, cause), verdict) != verdict:
+                sys.stderr.write(f"expectations: VERDICTS labels {rule} of `{cause}` {VERDICTS[(rule, cause)]}, "
+                                 f"but a cause has one label: `{cause}` is written {verdict}\n")
+            scenarios = sorted(by_cause.get((rule, cause), []))
+            extra = []
+            for scenario in sorted(set(explored.get((rule, cause), [])) - set(scenarios)):
+                if owner.setdefault((scenario, rule), cause) != cause:
+                    refused.append(f"cause `{cause}`: explored {rule} in {scenario} is listed by cause "
+                                   f"`{owner[(scenario, rule)]}`: left out (a pair has one cause)")
+                    continue
+                extra.append(scenario)
+            if verdict == "choice" and rule in must:
+                refused.append(f"cause `{cause}` is labelled choice but explains MUST rule {rule}: left out "
+                               f"{rule} on {', '.join(scenarios + extra)}")
+                continue
+            if scenarios:
+                pairs[rule] = scenarios
+            if extra:
+                allowed[rule] = extra
+        if not pairs and not allowed:
+            continue
+        written: Dict[str, Any] = {"id": cause, "verdict": verdict, "reason": entry["reason"], "source": entry["source"]}
+        if pairs:
+            written["pairs"] = pairs
+        if allowed:
+            written["explored"] = allowed
+        causes.append(written)
+    return {"implementation": "aelix-0.1.0b2", "causes": causes}
 
 
 def main(argv: List[str]) -> int:
@@ -636,9 +699,15 @@ def main(argv: List[str]) -> int:
         return 2
     with open(argv[1], encoding="utf-8") as file:
         report = json.load(file)
-    json.dump(record(report), sys.stdout, ensure_ascii=False, indent=2)
+    refused: List[str] = []
+    json.dump(record(report, refused), sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")
-    return 0
+    for problem in refused:
+        sys.stderr.write(f"expectations: {problem}\n")
+    if any("is labelled choice but explains MUST rule" in problem for problem in refused):
+        sys.stderr.write("expectations: a broken MUST rule is a bug, never a choice: label the cause bug, "
+                         "or argue in conformance.md that the rule is SHOULD\n")
+    return 1 if refused else 0
 
 
 if __name__ == "__main__":

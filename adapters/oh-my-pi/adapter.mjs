@@ -1,5 +1,7 @@
-// agentsim adapter for oh-my-pi (@oh-my-pi/pi-coding-agent, pinned 18.2.3), run by Bun
-// (node_modules/.bin/bun, from the npm package `bun`; ./run is the launcher that checks it).
+// agentsim adapter for oh-my-pi (@oh-my-pi/pi-coding-agent): 18.2.3 from this folder's
+// node_modules, or another pinned release from releases/<version>/ (`--release VERSION`, or the
+// environment variable AGENTSIM_OMP_RELEASE), run by Bun (node_modules/.bin/bun of the same
+// folder, from the npm package `bun`; ./run is the launcher that picks and checks it).
 //
 // Speaks the agentsim adapter protocol, version 2, through the JavaScript adapter SDK (../sdk/js)
 // and the Pi-family mapping it shares with the Pi adapter (../pi-family/family.mjs: model, tools,
@@ -37,16 +39,48 @@ import {
     withOutputSink,
 } from "../pi-family/family.mjs";
 
+// ---------------------------------------------------------------------------------------------
+// Which release: this folder's node_modules (18.2.3), or releases/<version>/node_modules
+// ---------------------------------------------------------------------------------------------
+
 const ADAPTER_DIR = path.dirname(fileURLToPath(import.meta.url));
+const DEFAULT_RELEASE = "18.2.3";
+const releaseChoice = chosenRelease();
+const release = releaseChoice.version ?? DEFAULT_RELEASE;
+/** Where the release is pinned: this folder for the default, releases/<version>/ for another. */
+const RELEASE_DIR = release === DEFAULT_RELEASE ? ADAPTER_DIR : path.join(ADAPTER_DIR, "releases", release);
 // AGENTSIM_OMP_ROOT: another install prefix (a folder holding node_modules), for oh-my-pi installed elsewhere.
-const INSTALL_ROOT = process.env.AGENTSIM_OMP_ROOT || ADAPTER_DIR;
-const PINNED = "18.2.3";
+const INSTALL_ROOT = process.env.AGENTSIM_OMP_ROOT || RELEASE_DIR;
 const installCommand = `(cd ${shownPath(INSTALL_ROOT)} && npm ci)`;
 
 /** A folder as the install command names it: relative to the working directory when below it. */
 function shownPath(dir) {
     const relative = path.relative(process.cwd(), dir);
     return relative === "" ? "." : relative.startsWith("..") || path.isAbsolute(relative) ? dir : relative;
+}
+
+/**
+ * `--release VERSION` (as the Pi adapter takes it), else AGENTSIM_OMP_RELEASE, else the default.
+ * A `--release` without a version, or a version that is no folder name, is kept as a problem
+ * for `locate` to answer (an `adapter.setup` error), never read as the default.
+ */
+function chosenRelease() {
+    const at = process.argv.indexOf("--release");
+    const given = at >= 0 ? process.argv[at + 1] : process.env.AGENTSIM_OMP_RELEASE || undefined;
+    if (at >= 0 && (given === undefined || given.startsWith("--"))) return { problem: "`--release` needs a version, e.g. `--release 18.2.3`" };
+    if (given !== undefined && !/^[0-9A-Za-z][0-9A-Za-z.+_-]*$/.test(given)) return { problem: `${JSON.stringify(given)} is not a release version` };
+    return { version: given };
+}
+
+/** The releases pinned here: the default (this folder) and every releases/<version>/ with a package.json. */
+function pinnedReleases() {
+    let folders = [];
+    try {
+        folders = fs.readdirSync(path.join(ADAPTER_DIR, "releases")).filter((name) => fs.existsSync(path.join(ADAPTER_DIR, "releases", name, "package.json")));
+    } catch {
+        // no releases/ folder: only the default
+    }
+    return [DEFAULT_RELEASE, ...folders.sort()];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -102,15 +136,34 @@ function protocolEntry(entry) {
 /**
  * oh-my-pi's SessionManager writes its session file only through a SessionStorage
  * (session-storage.ts): one line per entry through a writer's appendSync, or the whole file
- * (header and every entry) through writeTextSync when it rewrites it (the first write of a new
- * session, recovery after a failed write, a title change, a discarded entry). This storage is
- * oh-my-pi's own in-memory one with the kit in front of the session file: every line appended, and
- * every entry a rewrite carries that the kit has not stored yet, becomes an `append`, in file
- * order, answered before the write returns (the storage API is synchronous); a `failed` answer
- * throws out of the write as a failing disk would, and the write does not happen.
+ * (title slot, header and every entry) through writeTextSync when it rewrites it (the first write
+ * of a new session, recovery after a failed write, a title change, a discarded entry), guarded by
+ * `expectedSize`: the byte length oh-my-pi last wrote or loaded, which the storage compares with
+ * the file's and refuses the rewrite (SessionWriteConflictError, nothing written) when they differ.
+ *
+ * This storage is oh-my-pi's own in-memory one, kept as a mirror of the kit's store (what the
+ * session file holds), with the kit in front of the session file:
+ *
+ * - a line appended is one `append`, answered before the write returns (the storage API is
+ *   synchronous). `ok`: the mirror takes the line. `failed`: the write throws into oh-my-pi as a
+ *   failing disk would; the mirror takes the line only when the store applied it all the same
+ *   (the scenario's fault plan, `start.faults`, names that append `appliedThenFail`: the kit's
+ *   answer carries only the cause), so the file is one line longer than oh-my-pi believes and
+ *   its next rewrite meets its own size check, as it would on a disk where the line landed.
+ * - a rewrite replaces the file. The kit's store is append-only, so it is rendered as what it
+ *   adds to the file: one `append` per entry the store does not hold (never sent, or sent and
+ *   not applied), in file order. An entry the store holds (acknowledged, or applied and then
+ *   reported failed) is the same line written again in place and is not sent again. A rewrite
+ *   the kit fails at one of its entries throws, and, as oh-my-pi's rewrites are atomic (a temp
+ *   file renamed over the session file), leaves the mirror as it was; the entries the store took
+ *   from it before the failure stay stored and are not sent again either.
  */
-function kitSessionStorage(ctx, file) {
+function kitSessionStorage(ctx, file, faults) {
+    /** Ids of the entries the kit's store holds: the scenario's, and every append it applied. */
     const stored = new Set();
+    /** The run's appends so far: the fault plan numbers them from 1 over the run, as the kit's store does. */
+    let appends = 0;
+    const appliedThenFail = new Set((faults?.appends ?? []).filter((fault) => fault.fault === "appliedThenFail").map((fault) => fault.at));
     let seeding = true;
     class KitSessionStorage extends omp.MemorySessionStorage {
         /** The scenario's session file, written before oh-my-pi opens it; not an effect. */
@@ -120,19 +173,34 @@ function kitSessionStorage(ctx, file) {
             seeding = false;
         }
         appendSync(target, chunk) {
-            if (target === file) sendToKit(chunk, "append");
+            if (target === file) {
+                try {
+                    sendToKit(chunk, "append");
+                } catch (error) {
+                    // Applied, then reported failed: the file holds the line, oh-my-pi was told it does not.
+                    if (error.applied) super.appendSync(target, chunk);
+                    throw error;
+                }
+            }
             super.appendSync(target, chunk);
         }
         writeTextSync(target, content, options) {
-            if (target === file && !seeding && !conflicts(this, target, options)) sendToKit(content, "rewrite");
+            if (target === file && !seeding) {
+                const conflict = conflicts(this, target, options);
+                if (conflict) {
+                    if (ctx.live) log(`a rewrite of the session file expects ${conflict.expected} bytes, the file holds ${conflict.actual}: oh-my-pi's storage refuses it (SessionWriteConflictError) and nothing is written`);
+                } else {
+                    sendToKit(content, "rewrite");
+                }
+            }
             super.writeTextSync(target, content, options);
         }
     }
     /** MemorySessionStorage.writeTextSync's own precondition: it throws without writing. */
     function conflicts(storage, target, options) {
-        if (options?.expectedSize === undefined) return false;
+        if (options?.expectedSize === undefined) return null;
         const actual = storage.existsSync(target) ? storage.statSync(target).size : null;
-        return actual !== options.expectedSize;
+        return actual === options.expectedSize ? null : { expected: options.expectedSize, actual };
     }
     function sendToKit(text, how) {
         const ids = [];
@@ -142,16 +210,21 @@ function kitSessionStorage(ctx, file) {
             // The header and the title slot are not entries.
             if (entry.type === "session" || entry.type === "title" || typeof entry.id !== "string") continue;
             ids.push(entry.id);
-            // A rewrite replaces the file: the entries the kit already stored are in it again,
-            // once. An appended line is a new line in the file, whatever its id.
+            // A rewrite replaces the file: an entry the store holds is in it again, once. An
+            // appended line is a new line in the file, whatever its id.
             if (how === "rewrite" && stored.has(entry.id)) continue;
+            appends += 1;
+            const completion = ctx.effectSync("append", { entry: protocolEntry(entry) });
+            // Applied, and its acknowledgement lost: the fault plan says so of this append.
+            const applied = completion.outcome.kind === "ok" || appliedThenFail.has(appends);
+            if (applied) stored.add(entry.id);
             try {
-                storeOutcome(ctx.effectSync("append", { entry: protocolEntry(entry) }));
+                storeOutcome(completion);
             } catch (error) {
-                if (ctx.live) log(`${how} carrying ${entry.id} failed; the SessionStorage write throws ${error.code}: ${error.message} into oh-my-pi`);
+                error.applied = applied;
+                if (ctx.live) log(`${how} carrying ${entry.id} failed${applied ? " (the store applied it)" : ""}; the SessionStorage write throws ${error.code}: ${error.message} into oh-my-pi`);
                 throw error;
             }
-            stored.add(entry.id);
         }
         if (how === "rewrite") {
             const kept = new Set(ids);
@@ -170,7 +243,7 @@ async function restore(scenario, ctx, runtime, dirs) {
     const config = scenario.config;
     const session = scenario.session;
     const file = path.join(dirs.sessionDir, "session.jsonl");
-    const storage = kitSessionStorage(ctx, file);
+    const storage = kitSessionStorage(ctx, file, scenario.faults);
     storage.seed(sessionFileText(sessionHeader(omp.CURRENT_SESSION_VERSION ?? 3, ctx), session), session);
     // The header's cwd does not exist on this machine; `initialCwd` is what oh-my-pi then uses.
     // No breadcrumb: it is the terminal's "continue where I was" pointer, a file outside the store.
@@ -312,7 +385,7 @@ await runFamilyAdapter({
     name: "omp-adapter",
     implementation: "oh-my-pi",
     workPrefix: "agentsim-omp-",
-    features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers"],
+    features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers", "sync-store", "sync-sink"],
     // pi-agent-core's agent loop calls its YieldGate at every turn, and under the kit's clock
     // rule (a step of 50 ms or more between reads; 1 s by default) every call sleeps 20 ms of
     // `performance.now()` through `node:timers/promises` (utils/yield.ts, sleepAtLeast): 220 ms
@@ -322,6 +395,7 @@ await runFamilyAdapter({
     quiescence: { virtualTime: true },
     unsupported: {
         library: "oh-my-pi has no library adapter returning {reason, text}; its SDK is AgentSession itself",
+        "mode:interactive": "oh-my-pi's interactive mode is its terminal UI (InteractiveMode), which needs a TTY and a human: the adapter cannot drive it in process",
     },
     environment(dirs) {
         // oh-my-pi keeps logs, caches and its agent dir under the home folder: the private one.
@@ -331,14 +405,24 @@ await runFamilyAdapter({
         process.env.PI_CODING_AGENT_DIR = dirs.agentDir;
     },
     locate() {
+        if (releaseChoice.problem) {
+            throw new SetupError(`${releaseChoice.problem}; the releases pinned in ${shownPath(ADAPTER_DIR)}: ${pinnedReleases().join(", ")}`);
+        }
+        if (!process.env.AGENTSIM_OMP_ROOT && !fs.existsSync(path.join(RELEASE_DIR, "package.json"))) {
+            throw new SetupError(
+                `oh-my-pi ${release} is not pinned: there is no ${shownPath(path.join(RELEASE_DIR, "package.json"))} ` +
+                    `(releases/<version>/ holds a package.json and a package-lock.json pinning @oh-my-pi/pi-coding-agent and bun at that version; pinned: ${pinnedReleases().join(", ")}); ` +
+                    `pin it there, then install it with \`${installCommand}\``,
+            );
+        }
         if (typeof Bun === "undefined") {
             throw new SetupError(`oh-my-pi runs on Bun: start the adapter with adapters/oh-my-pi/run (node_modules/.bin/bun, installed by \`${installCommand}\`)`);
         }
         const found = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-coding-agent", installCommand);
         const foundAi = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-ai", installCommand);
         const foundAgentCore = installedPackage(INSTALL_ROOT, "@oh-my-pi/pi-agent-core", installCommand);
-        if (found.manifest.version !== PINNED) {
-            throw new SetupError(`${found.dir} holds @oh-my-pi/pi-coding-agent ${found.manifest.version}, not the pinned ${PINNED}; reinstall it with \`${installCommand}\``);
+        if (found.manifest.version !== release) {
+            throw new SetupError(`${found.dir} holds @oh-my-pi/pi-coding-agent ${found.manifest.version}, not the release ${release}; reinstall it with \`${installCommand}\``);
         }
         return { version: found.manifest.version, found, foundAi, foundAgentCore };
     },

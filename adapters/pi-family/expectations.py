@@ -30,10 +30,21 @@ A failing (scenario, rule) pair of the report goes to the first cause with a mat
 (below ``--adapter``, with ``--prefix`` in front of the file for a release installed elsewhere):
 the first line containing the anchor after the line that defines the function's last name part
 (``persist`` of ``Session.persist``), so a moved line moves with its code and a changed one is
-an error. The output has one deviation per (cause, rule), with the scenarios sorted and the first
-divergence of the first one. Exit 1 when a failing pair has no cause, an anchor is not found,
-or a cause matches nothing (named on stderr); the output is written all the same.
-Standard library only."""
+an error. The output has one entry per cause, in the causes file's order, with its label, reason
+and source, the first divergence of its first pair, and its pairs by rule (``pairs``, and
+``explored``), rules in the catalogue's order and scenarios sorted, so the same report gives the
+same bytes:
+
+    {"implementation": "pi-0.73.1",
+     "causes": [{"id": "...", "verdict": "bug", "reason": "...", "source": {"file": ..., "function": ..., "line": 120},
+                 "firstDivergence": "...", "pairs": {"PERSIST-6": ["wiring/walkthrough"]},
+                 "explored": {"POISON-2": ["..."]}}]}
+
+A pair the file cannot hold is left out and named on stderr: a pair no cause explains, a pair of
+a MUST rule (conformance.md's levels) under a cause labelled ``choice`` (a broken MUST rule is a
+bug: relabel the cause, or argue in conformance.md that the rule is SHOULD), an explored pair
+another cause lists. Exit 1 when a pair was left out, an anchor is not found, or a cause matches
+nothing; the output is written all the same. Standard library only."""
 
 from __future__ import annotations
 
@@ -42,7 +53,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 
 def _rule_order(rule: str) -> Any:
@@ -113,7 +124,28 @@ def locate(source: Dict[str, Any], adapter: Path, prefix: str) -> Tuple[Optional
     return None, f"{relative}: `{anchor}` (occurrence {source.get('occurrence', 1)}) not found after `{name}` (line {start + 1})"
 
 
-def build(causes: List[Dict[str, Any]], report: Dict[str, Any], implementation: str, adapter: Path, prefix: str) -> Tuple[Dict[str, Any], List[str]]:
+def must_rules(conformance: Path) -> Set[str]:
+    """The MUST rules, as conformance.md's `### ID` headings and their `- Level:` lines say (the
+    kit's `tidy` test keeps them the catalogue's)."""
+    rules: Set[str] = set()
+    rule = None
+    for line in conformance.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^### ([A-Z]+-\d+)\s*$", line)
+        if heading:
+            rule = heading.group(1)
+        elif rule and line.startswith("- Level: "):
+            if line[len("- Level: "):].startswith("MUST"):
+                rules.add(rule)
+            rule = None
+    return rules
+
+
+def build(causes: List[Dict[str, Any]], report: Dict[str, Any], implementation: str, adapter: Path, prefix: str,
+          must: Set[str]) -> Tuple[Dict[str, Any], List[str], List[str]]:
+    """The expectations file (one entry per cause, its pairs by rule), the problems (exit 1) and
+    the notes. A pair the file cannot hold is left out and named: a pair no cause explains, a
+    pair of a MUST rule under a cause labelled `choice` (a broken MUST rule is a bug), an explored
+    pair another cause lists. A run with the file reports those UNEXPECTED."""
     problems: List[str] = []
     notes: List[str] = []
     pairs = failing_pairs(report)
@@ -127,7 +159,11 @@ def build(causes: List[Dict[str, Any]], report: Dict[str, Any], implementation: 
         else:
             first = pairs[key]["messages"][0] if pairs[key]["messages"] else ""
             problems.append(f"no cause for {rule} in {scenario}: {first[:200]}")
-    deviations = []
+    # Every pair a cause lists, canonical first: a pair has one cause.
+    listed: Dict[Tuple[str, str], str] = {
+        key: causes[owner]["id"] for key, owner in claimed.items() if not causes[owner].get("kitFault")
+    }
+    entries = []
     for index, cause in enumerate(causes):
         by_rule: Dict[str, List[str]] = {}
         for (scenario, rule), owner in claimed.items():
@@ -147,24 +183,47 @@ def build(causes: List[Dict[str, Any]], report: Dict[str, Any], implementation: 
         source, error = locate(cause["source"], adapter, prefix)
         if error:
             problems.append(f"cause `{cause['id']}`: {error}")
+        canonical: Dict[str, List[str]] = {}
+        allowed: Dict[str, List[str]] = {}
+        refused = False
         for rule in sorted(set(by_rule) | set(explored), key=_rule_order):
             scenarios = sorted(by_rule.get(rule, []))
-            deviation: Dict[str, Any] = {"rule": rule, "scenarios": scenarios}
-            extra = sorted(set(explored.get(rule, [])) - set(scenarios))
-            if extra:
-                deviation["explored"] = extra
-            deviation["reason"] = cause["reason"]
-            divergence = None
+            extra = []
+            for scenario in sorted(set(explored.get(rule, [])) - set(scenarios)):
+                owner = listed.setdefault((scenario, rule), cause["id"])
+                if owner != cause["id"]:
+                    problems.append(f"cause `{cause['id']}`: explored {rule} in {scenario} is listed by cause `{owner}`: left out (a pair has one cause)")
+                    continue
+                extra.append(scenario)
+            if cause["verdict"] == "choice" and rule in must:
+                refused = True
+                problems.append(f"cause `{cause['id']}` is labelled choice but explains MUST rule {rule}: left out "
+                                f"{rule} on {', '.join(scenarios + extra)}")
+                continue
             if scenarios:
-                first = pairs[(scenarios[0], rule)]["case"].get("firstDivergence")
-                divergence = first.get("implementation") if isinstance(first, dict) else None
-            if divergence:
-                deviation["firstDivergence"] = divergence
-            if source:
-                deviation["source"] = source
-            deviation["verdict"] = cause["verdict"]
-            deviations.append(deviation)
-    return {"implementation": implementation, "deviations": deviations}, problems, notes
+                canonical[rule] = scenarios
+            if extra:
+                allowed[rule] = extra
+        if not canonical and not allowed:
+            if not refused:
+                problems.append(f"cause `{cause['id']}`: no pair left to write")
+            continue
+        entry: Dict[str, Any] = {"id": cause["id"], "verdict": cause["verdict"], "reason": cause["reason"]}
+        if source:
+            entry["source"] = source
+        divergence = None
+        if canonical:
+            rule = next(iter(canonical))
+            first = pairs[(canonical[rule][0], rule)]["case"].get("firstDivergence")
+            divergence = first.get("implementation") if isinstance(first, dict) else None
+        if divergence:
+            entry["firstDivergence"] = divergence
+        if canonical:
+            entry["pairs"] = canonical
+        if allowed:
+            entry["explored"] = allowed
+        entries.append(entry)
+    return {"implementation": implementation, "causes": entries}, problems, notes
 
 
 def main(argv: List[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
@@ -174,16 +233,22 @@ def main(argv: List[str], stdout=sys.stdout, stderr=sys.stderr) -> int:
     parser.add_argument("--implementation", required=True)
     parser.add_argument("--adapter", required=True, help="the adapter's folder: source files are relative to it")
     parser.add_argument("--prefix", default="", help="prepended to every source file (a release installed in a subfolder)")
+    parser.add_argument("--conformance", help="conformance.md, for the rules' levels (default: the repository's)")
     args = parser.parse_args(argv[1:])
     causes = json.loads(Path(args.causes).read_text(encoding="utf-8"))
     report = json.loads(Path(args.report).read_text(encoding="utf-8"))
-    expectations, problems, notes = build(causes, report, args.implementation, Path(args.adapter), args.prefix)
+    conformance = Path(args.conformance) if args.conformance else Path(__file__).resolve().parents[2] / "conformance.md"
+    expectations, problems, notes = build(causes, report, args.implementation, Path(args.adapter), args.prefix,
+                                          must_rules(conformance))
     json.dump(expectations, stdout, ensure_ascii=False, indent=2)
     stdout.write("\n")
     for note in notes:
         stderr.write(f"expectations: {note}\n")
     for problem in problems:
         stderr.write(f"expectations: {problem}\n")
+    if any("is labelled choice but explains MUST rule" in problem for problem in problems):
+        stderr.write("expectations: a broken MUST rule is a bug, never a choice: label the cause bug, "
+                     "or argue in conformance.md that the rule is SHOULD\n")
     return 1 if problems else 0
 
 

@@ -267,9 +267,10 @@ await runFamilyAdapter({
     name: "pi-adapter",
     implementation: "pi",
     workPrefix: "agentsim-pi-",
-    features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers"],
+    features: ["steer", "followUp", "abort", "flush", "dispose", "mode", "chunks", "observers", "sync-store", "sync-sink"],
     unsupported: {
         library: "Pi has no library adapter returning {reason, text}; its SDK is AgentSession itself",
+        "mode:interactive": "Pi's interactive mode is its terminal UI (InteractiveMode), which needs a TTY and a human: the adapter cannot drive it in process",
     },
     environment(dirs) {
         process.env.PI_CODING_AGENT_DIR = dirs.agentDir;

@@ -7,11 +7,16 @@
 //! rule, once broken, stays broken on every longer prefix; a rule about how a run ends is
 //! evident only at the end). The prefix's store is the session plus the appends applied in it.
 //!
-//! The root is the violation evident first. At one line, a rule about order (which run may
-//! start, whether an append may be issued, whether the entry is closed) comes before the rules
-//! that attribute effects to runs: once runs overlap, those rules misread what follows. After
-//! the root come the other violations by the line where each became evident; every scenario's
-//! own check (`expect`, a request check of the scripted model) comes after every rule's.
+//! The root is chosen by importance, then position. A MUST rule comes before a SHOULD rule
+//! (the commit contract before the course's encodings). When the implementation's first
+//! divergence from the reference is known, a violation cited only on lines before it (lines
+//! identical to the reference's; the line right before it counts as at it, since what should
+//! have followed a line at once shows on the next) comes after those that show on or after it:
+//! it cannot be where the trace went wrong. Then the violation evident first; at one line, a rule about
+//! order (which run may start, whether an append may be issued, whether the entry is closed)
+//! comes before the rules that attribute effects to runs: once runs overlap, those rules
+//! misread what follows. Every scenario's own check (`expect`, a request check of the
+//! scripted model) comes after every rule's.
 
 use std::collections::BTreeMap;
 
@@ -80,13 +85,39 @@ pub fn order_by_cause(
             violation
         })
         .collect();
-    ordered.sort_by_key(|violation| {
+    rank_by_importance(&mut ordered, None);
+    ordered
+}
+
+/// Orders violations (whose `evident_at` is set) root cause first: scenario checks last, then
+/// those cited only before `divergence` (the 1-based line of the first divergence from the
+/// reference, when known) after the rest, MUST before SHOULD, then by the line where each
+/// became evident (order rules first at one line). See the module documentation.
+pub fn rank_by_importance(violations: &mut [Violation], divergence: Option<usize>) {
+    violations.sort_by_key(|violation| {
         let evident = violation.evident_at.unwrap_or(usize::MAX);
         let (class, index) = rank(&violation.rule);
+        let level = match super::level_of(&violation.rule) {
+            Some(super::Level::Must) => 0,
+            Some(super::Level::Should) => 1,
+            None => 2,
+        };
+        // Shown only where the traces agree: every line it cites, and the line where it became
+        // evident, come before the line just before the first divergence (a violation of
+        // something that should have followed a line at once shows on the next line).
+        let before_divergence =
+            divergence.is_some_and(|line| evident + 1 < line && violation.lines.iter().all(|cited| cited + 1 < line));
         // Scenario checks follow every rule, whatever their lines.
-        (class == 2, evident, class, index, violation.lines.clone())
+        (
+            class == 2,
+            before_divergence,
+            level,
+            evident,
+            class,
+            index,
+            violation.lines.clone(),
+        )
     });
-    ordered
 }
 
 /// The shortest prefix (as a 1-based line count) on which `checker` reports a violation; the

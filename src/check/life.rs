@@ -77,14 +77,28 @@ pub fn flush_creates_no_work(timeline: &Timeline<'_>) -> Vec<Violation> {
             violations.push(Violation::new(
                 "LIFE-2.a",
                 &[first_flush, line],
-                format!("{what} was made after a flush while no prompt was in flight: the flush created work"),
+                format!(
+                    "{what} was made while no prompt was in flight, after flush {}: work no prompt asked for",
+                    ops_of(timeline, "flush")[0].op
+                ),
             ));
         } else {
-            // Runs counted by what the requests carry: the prompt in flight each one carries, or
-            // else its signal (a run no prompt accounts for).
+            // Runs counted by what the requests carry: the prompt in flight each one carries;
+            // a request that carries none (its budget kept nothing of it) belongs to the run
+            // whose requests share its signal, or else is a run no prompt accounts for.
+            let carried: Vec<Option<crate::runtime::OpId>> = (0..timeline.requests.len())
+                .map(|index| timeline.run_of_request(index))
+                .collect();
             let mut runs: Vec<Result<crate::runtime::OpId, crate::runtime::SignalId>> = Vec::new();
-            for (index, request) in timeline.requests.iter().enumerate() {
-                let run = timeline.run_of_request(index).ok_or(request.signal);
+            for (request, own) in timeline.requests.iter().zip(carried.iter()) {
+                let by_signal = || {
+                    timeline
+                        .requests
+                        .iter()
+                        .zip(carried.iter())
+                        .find_map(|(other, run)| run.filter(|_| other.signal == request.signal))
+                };
+                let run = own.or_else(by_signal).ok_or(request.signal);
                 if !runs.contains(&run) {
                     runs.push(run);
                 }

@@ -223,9 +223,12 @@ pub fn unknown_mode_fails_before_prompt(timeline: &Timeline<'_>) -> Vec<Violatio
         }
         let immediate = matches!(timeline.next_event(info.delivered), Some(Event::Settled { op, settlement: Settlement::Rejected(cause) }) if *op == info.op && cause.code == "mode.unknown");
         if !immediate {
+            // The delivery, and the settlement that was not the rejection (when it came).
+            let mut lines = vec![info.delivered];
+            lines.extend(info.settled.map(|(line, _)| line));
             violations.push(Violation::new(
                 "MODE-3.a",
-                &[info.delivered],
+                &lines,
                 format!("unknown mode `{mode}` was not rejected at once with `mode.unknown`"),
             ));
         }

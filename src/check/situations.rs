@@ -220,6 +220,8 @@ pub fn situations() -> &'static [Situation] {
             |t| t.requests.iter().filter_map(|r| r.response).any(|(_, response)| response.tool_calls().iter().any(|call| t.scenario.tools.iter().find(|tool| tool.name == call.name).is_none_or(|tool| crate::model::validate_arguments(&tool.parameters, &call.arguments).is_err())));
         "WIRE-8" Any "an after hook rewrites the result" =>
             |t| t.hooks.iter().any(|h| matches!(h.answer, Some((_, HookOutcome::RewriteResult { .. }))));
+        "WIRE-9" Any "a call the executor refuses or a hook fails" =>
+            |t| t.hooks.iter().any(|h| matches!(h.answer, Some((_, HookOutcome::Threw { .. })))) || t.requests.iter().filter_map(|r| r.response).any(|(_, response)| response.tool_calls().iter().any(|call| t.scenario.tools.iter().find(|tool| tool.name == call.name).is_none_or(|tool| crate::model::validate_arguments(&tool.parameters, &call.arguments).is_err())));
         "PERSIST-1" Any "a run appends after a restored path" =>
             |t| t.initial_path.as_ref().is_some_and(|path| !path.is_empty()) && !t.appends.is_empty();
         "PERSIST-2" Any "a run of three or more appends" =>

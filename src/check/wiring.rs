@@ -554,6 +554,94 @@ pub fn after_hook_decides_the_result(timeline: &Timeline<'_>) -> Vec<Violation> 
     violations
 }
 
+/// The error text a failed tool call's result must read, and why: the course's encodings of
+/// the core executor's refusals and of a throwing hook (`runtime::executor`).
+fn course_error_texts<'t>(timeline: &'t Timeline<'_>) -> Vec<(&'static str, Line, Option<OpId>, &'t str, String)> {
+    let mut expected = Vec::new();
+    // The executor: an unknown tool, or arguments (as the before hooks left them) that do not
+    // fit the tool's schema.
+    for request in &timeline.requests {
+        let Some((response_line, response)) = &request.response else {
+            continue;
+        };
+        for call in response.tool_calls() {
+            let hooks = || {
+                timeline
+                    .hooks
+                    .iter()
+                    .filter(|hook| hook.op == request.op && hook.call.id == call.id && hook.line > *response_line)
+            };
+            // A before hook that blocked or threw decides the text instead (WIRE-5, below).
+            if hooks().any(|hook| hook.phase == HookPhase::Before && blocks(&hook.answer)) {
+                continue;
+            }
+            let arguments = hooks()
+                .filter_map(|hook| match &hook.answer {
+                    Some((_, HookOutcome::RewriteArguments { arguments })) => Some(arguments),
+                    _ => None,
+                })
+                .next_back()
+                .unwrap_or(&call.arguments);
+            let (clause, text) = match timeline.scenario.tools.iter().find(|tool| tool.name == call.name) {
+                None => ("WIRE-9.a", format!("Tool {} not found", call.name)),
+                Some(tool) => match validate_arguments(&tool.parameters, arguments) {
+                    Err(problem) => ("WIRE-9.b", format!("Invalid arguments for {}: {problem}", call.name)),
+                    Ok(()) => continue,
+                },
+            };
+            expected.push((clause, *response_line, request.op, call.id.as_str(), text));
+        }
+    }
+    // A throwing hook: before it, the call fails closed with the hook's name and phase; after
+    // it, the result becomes that error.
+    for hook in &timeline.hooks {
+        let Some((line, HookOutcome::Threw { message })) = &hook.answer else {
+            continue;
+        };
+        let (clause, phase) = match hook.phase {
+            HookPhase::Before => ("WIRE-9.c", "before"),
+            HookPhase::After => ("WIRE-9.d", "after"),
+        };
+        let text = format!(
+            "extension {} failed {phase} {}: {message}",
+            hook.extension, hook.call.name
+        );
+        expected.push((clause, *line, hook.op, hook.call.id.as_str(), text));
+    }
+    expected
+}
+
+/// WIRE-9: the error results the core executor and the extension host make read as the course
+/// writes them. The text a later after hook observes (or, with none, the one recorded) is judged:
+/// an after hook may still rewrite it (WIRE-8).
+pub fn error_results_carry_the_course_texts(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (clause, line, op, call_id, text) in course_error_texts(timeline) {
+        // What the next after hook was handed, else what the run recorded.
+        let observed = timeline
+            .hooks
+            .iter()
+            .filter(|hook| hook.op == op && hook.call.id == call_id && hook.phase == HookPhase::After)
+            .find(|hook| hook.line > line)
+            .and_then(|hook| hook.result)
+            .or_else(|| recorded_result(timeline, op, call_id));
+        // Only an error result's wording is judged here: a call that should have failed and
+        // did not is WIRE-7's (the executor) or WIRE-8's (an after hook's failure ignored).
+        let Some(observed) = observed.filter(|observed| observed.is_error) else {
+            continue;
+        };
+        let got = text_of(&observed.content);
+        if got != text {
+            violations.push(Violation::new(
+                clause,
+                &[line],
+                format!("call {call_id}: the error result reads {got:?}, the course writes {text:?}"),
+            ));
+        }
+    }
+    violations
+}
+
 #[cfg(test)]
 mod tests {
     use super::contains;

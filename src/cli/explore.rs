@@ -289,6 +289,9 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
 /// How many failing schedules explore prints one by one; the summary counts them all.
 const FAILURES_SHOWN: usize = 50;
 
+/// How many of the schedules that could not be driven the summary names, with their replay.
+const BROKEN_NAMED: usize = 20;
+
 /// Failures first (each with every violation, root cause first, and its replay command),
 /// enumeration coverage, root causes and findings, the level, then the closing line.
 fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Duration) -> String {
@@ -325,9 +328,27 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
     text.push_str(&summary.tally.text("schedule"));
     if summary.broken > 0 {
         text.push_str(&format!(
-            "broken: {} schedules could not be driven (exit 3)\n",
+            "broken: {} schedules could not be driven (exit 3):\n",
             summary.broken
         ));
+        // Each named, with the command that replays it (the failures kept for the report).
+        let broken: Vec<_> = summary
+            .failures
+            .iter()
+            .filter(|failure| failure.broken.is_some())
+            .collect();
+        for failure in broken.iter().take(BROKEN_NAMED) {
+            let code = failure.broken.as_ref().map(|broken| broken.code()).unwrap_or_default();
+            text.push_str(&format!(
+                "  {} ({code}): {}\n",
+                failure.origin_or_scenario(),
+                failure.replay
+            ));
+        }
+        let named = broken.len().min(BROKEN_NAMED) as u64;
+        if summary.broken > named {
+            text.push_str(&format!("  ... and {} more\n", summary.broken - named));
+        }
     }
     if summary.passed + summary.failed > 0 {
         text.push_str(&super::findings::level_line(

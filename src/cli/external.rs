@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::check::{self, expect::check_expectations, Timeline, Violation};
-use crate::deviations::{self, Comparison, ExpectationFile};
+use crate::check::{self, Violation};
+use crate::deviations::{self, Comparison};
 use crate::implementation::Implementation;
 use crate::protocol::diff::{first_divergence, first_raw_divergence, first_run_difference};
 use crate::protocol::wire::Hello;
@@ -90,6 +90,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
                         args.seed,
                         &Implementation::reference().with_mutant(args.mutant),
                     )
+                    .against_reference(loaded)
                 })
                 .collect();
             (reports, None)
@@ -101,8 +102,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
     }
     // Deviations of rules that do not judge this run are neither confirmed nor stale.
     let expectations = expectations.map(|(path, mut file)| {
-        file.deviations
-            .retain(|deviation| deviation.rule.starts_with("broken:") || args.selection.judges(&deviation.rule));
+        file.retain_rules(|rule| rule.starts_with("broken:") || args.selection.judges(rule));
         (path, file)
     });
     let comparison = expectations
@@ -120,7 +120,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
             ));
             // The expectation lines go before the summary, which stays the last line.
             if let (Some((path, file)), Some(comparison)) = (&expectations, &comparison) {
-                for line in expectation_lines(path, file, comparison, &implementation) {
+                for line in report::expectation_lines(path, file, comparison, &implementation) {
                     text.push_str(&line);
                     text.push('\n');
                 }
@@ -141,7 +141,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
             let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
             value["implementation"] = serde_json::json!(implementation);
             if let (Some((path, file)), Some(comparison)) = (&expectations, &comparison) {
-                value["expectations"] = expectation_json(path, file, comparison);
+                value["expectations"] = report::expectation_json(path, file, comparison);
             }
             let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
             text.push('\n');
@@ -162,7 +162,7 @@ pub(super) fn run(args: RunArgs) -> u8 {
             };
             let expectation = match (&expectations, &comparison) {
                 (Some((path, file)), Some(comparison)) => {
-                    Some(expectation_lines(path, file, comparison, &implementation))
+                    Some(report::expectation_lines(path, file, comparison, &implementation))
                 }
                 _ => None,
             };
@@ -462,6 +462,23 @@ fn nondeterminism(fresh: &CaseReport, other: &CaseReport, where_: &str) -> Optio
                 ),
             }))
         }
+        // Both broke: where and how must be the same too (a crash point that moves is a
+        // finding, not two alike "broken" cases).
+        _ if matches!((&fresh.verdict, &other.verdict), (Verdict::Broken(first), Verdict::Broken(second))
+            if first.code() != second.code() || first.to_string() != second.to_string()) =>
+        {
+            let (Verdict::Broken(first), Verdict::Broken(second)) = (&fresh.verdict, &other.verdict) else {
+                return None;
+            };
+            Some(Verdict::Broken(SubjectFailure::Nondeterministic {
+                line: 0,
+                detail: format!(
+                    "the run in a fresh process broke with `{first}` ({}), the run in a {where_} with `{second}` ({})",
+                    first.code(),
+                    second.code()
+                ),
+            }))
+        }
         _ if fresh.status() != other.status() => Some(Verdict::Broken(SubjectFailure::Nondeterministic {
             line: 0,
             detail: format!(
@@ -515,11 +532,11 @@ fn run_on(
         }
     }
     if let (Some(implementation), Some(reference)) = (&case.outcome, &reference_case.outcome) {
-        case.divergence = if raw_divergence {
+        case.set_divergence(if raw_divergence {
             first_raw_divergence(&reference.trace, &implementation.trace)
         } else {
             first_divergence(&reference.trace, &implementation.trace)
-        };
+        });
     }
     case
 }
@@ -532,19 +549,8 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
         return;
     };
     let scenario = &loaded.scenario;
+    // The rules judge it; the scenario's own checks describe the reference only.
     let mut violations = outcome.violations(scenario);
-    for finding in &outcome.findings {
-        violations.push(Violation {
-            rule: finding.rule.clone(),
-            clause: None,
-            lines: vec![finding.line],
-            message: finding.message.clone(),
-            evident_at: None,
-        });
-    }
-    let stored = outcome.stored(scenario);
-    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
-    violations.extend(check_expectations(&timeline));
     if let Some(Event::End { undelivered, .. }) = outcome.trace.events.last() {
         if let Some(op) = undelivered.first() {
             violations.push(Violation {
@@ -599,72 +605,4 @@ fn implementation_name(args: &RunArgs, hello: Option<&Hello>) -> String {
             hello.implementation.to_string()
         }
     }
-}
-
-/// The human lines of an expectation comparison.
-fn expectation_lines(
-    path: &std::path::Path,
-    file: &ExpectationFile,
-    comparison: &Comparison,
-    implementation: &str,
-) -> Vec<String> {
-    let mut lines = vec![format!(
-        "expectations {} ({}): {} expected failures seen, {} unexpected, {} stale, {} not judged",
-        path.display(),
-        file.implementation,
-        comparison.confirmed.len(),
-        comparison.unexpected.len(),
-        comparison.stale.len(),
-        comparison.unjudged.len()
-    )];
-    let spoken = implementation.replace(' ', "-");
-    if !spoken.starts_with(&file.implementation) {
-        lines.push(format!(
-            "note: the file describes `{}`, the implementation says `{implementation}`",
-            file.implementation
-        ));
-    }
-    for (pair, message) in &comparison.unexpected {
-        lines.push(format!(
-            "UNEXPECTED {} {}: fails but is not listed: {message}",
-            pair.scenario, pair.rule
-        ));
-    }
-    for (pair, reason) in &comparison.stale {
-        lines.push(format!(
-            "STALE      {} {}: listed as expected to fail ({reason}), but it passes now",
-            pair.scenario, pair.rule
-        ));
-    }
-    for pair in &comparison.unjudged {
-        lines.push(format!(
-            "not judged {} {}: not run, not applicable or broken",
-            pair.scenario, pair.rule
-        ));
-    }
-    lines
-}
-
-fn expectation_json(path: &std::path::Path, file: &ExpectationFile, comparison: &Comparison) -> serde_json::Value {
-    let pairs = |pairs: &[deviations::Pair]| -> Vec<serde_json::Value> {
-        pairs
-            .iter()
-            .map(|pair| serde_json::json!({"scenario": pair.scenario, "rule": pair.rule}))
-            .collect()
-    };
-    let with_text = |pairs: &[(deviations::Pair, String)], key: &str| -> Vec<serde_json::Value> {
-        pairs
-            .iter()
-            .map(|(pair, text)| serde_json::json!({"scenario": pair.scenario, "rule": pair.rule, key: text}))
-            .collect()
-    };
-    serde_json::json!({
-        "file": path.display().to_string(),
-        "implementation": file.implementation,
-        "holds": comparison.holds(),
-        "confirmed": pairs(&comparison.confirmed),
-        "unexpected": with_text(&comparison.unexpected, "message"),
-        "stale": with_text(&comparison.stale, "reason"),
-        "unjudged": pairs(&comparison.unjudged),
-    })
 }

@@ -545,7 +545,7 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
     } else {
         match &choices {
             Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, &chosen, &mut chosen.subject()),
-            None => suite::run_case(loaded, strategy, seed, &chosen),
+            None => suite::run_case(loaded, strategy, seed, &chosen).against_reference(loaded),
         }
     };
     let mut case = case;
@@ -606,6 +606,15 @@ fn dashboard(reports: &[String], html: Option<&std::path::Path>, markdown: Optio
         })
     };
     if let Some(path) = html {
+        // Case pages are linked relative to the page's folder, wherever the command runs.
+        let folder = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => std::path::Path::new("."),
+        };
+        if let Err(error) = dashboard::link_pages(&mut columns, folder) {
+            eprintln!("agentsim dashboard: {error}");
+            return EXIT_BAD_INPUT;
+        }
         if let Err(code) = write(path, dashboard::html(&columns)) {
             return code;
         }

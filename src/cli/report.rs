@@ -51,7 +51,11 @@ pub(crate) fn human_cases(reports: &[CaseReport]) -> String {
         match &report.verdict {
             Verdict::Passed => text.push_str(&format!("ok     {}\n", report.name)),
             Verdict::Failed => {
-                text.push_str(&format!("FAIL   {}\n", report.name));
+                text.push_str(&format!(
+                    "FAIL   {}   {}\n",
+                    report.name,
+                    level_verdict(&report.violations)
+                ));
                 for (index, violation) in report.violations.iter().enumerate() {
                     if index == 0 {
                         text.push_str(&format!("       root cause: {}\n", violation_line(violation)));
@@ -111,6 +115,117 @@ pub(crate) fn violation_line(violation: &crate::check::Violation) -> String {
     )
 }
 
+/// What a failed case breaks, level first: `MUST broken (POISON-2); SHOULD broken (PROJECT-2)`,
+/// `MUST held, SHOULD broken (PROJECT-2, WIRE-1)`, or `MUST held, SHOULD held, scenario checks
+/// broken (expect)` when only the scenario's own checks fail. Rules in catalogue order, each once.
+pub(crate) fn level_verdict(violations: &[crate::check::Violation]) -> String {
+    use crate::check::{level_of, Level};
+    let mut must: Vec<&str> = Vec::new();
+    let mut should: Vec<&str> = Vec::new();
+    let mut checks: Vec<&str> = Vec::new();
+    for violation in violations {
+        let list = match level_of(&violation.rule) {
+            Some(Level::Must) => &mut must,
+            Some(Level::Should) => &mut should,
+            None => &mut checks,
+        };
+        if !list.contains(&violation.rule.as_str()) {
+            list.push(&violation.rule);
+        }
+    }
+    for list in [&mut must, &mut should, &mut checks] {
+        list.sort_by_key(|rule| crate::deviations::rule_order(rule));
+    }
+    let broken = |level: &str, rules: &[&str]| format!("{level} broken ({})", rules.join(", "));
+    let mut parts = Vec::new();
+    if must.is_empty() {
+        parts.push("MUST held".to_string());
+    } else {
+        parts.push(broken("MUST", &must));
+    }
+    if !should.is_empty() {
+        parts.push(broken("SHOULD", &should));
+    } else if must.is_empty() {
+        parts.push("SHOULD held".to_string());
+    }
+    if !checks.is_empty() {
+        parts.push(broken("scenario checks", &checks));
+    }
+    if must.is_empty() {
+        parts.join(", ")
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// `held` or `broken`: whether a case broke a MUST rule (a case with no trace, the MUST rules
+/// its scenario names); `None` for a case not applicable.
+fn must_word(report: &CaseReport, named: &[String]) -> Option<&'static str> {
+    use crate::check::{level_of, Level};
+    let must = |rule: &str| level_of(rule) == Some(Level::Must);
+    let broken = match &report.verdict {
+        Verdict::NotApplicable { .. } => return None,
+        Verdict::Passed => false,
+        Verdict::Failed => report.violations.iter().any(|violation| must(&violation.rule)),
+        Verdict::Broken(_) | Verdict::BadScenario(_) => named.iter().any(|rule| must(rule)),
+    };
+    Some(if broken { "broken" } else { "held" })
+}
+
+/// The rules whose situations a case's trace reached (`check::situations`), with the rules it
+/// broke, in catalogue order: the cases that exercise a rule are the dashboard's denominator.
+fn exercised(report: &CaseReport, loaded: Option<&crate::scenario::LoadedScenario>) -> Vec<&'static str> {
+    let (Some(outcome), Some(loaded)) = (&report.outcome, loaded) else {
+        return Vec::new();
+    };
+    let scenario = &loaded.scenario;
+    let stored = outcome.stored(scenario);
+    let timeline = crate::check::Timeline::new(scenario, &outcome.trace, &stored);
+    let situations = crate::check::situations::situations();
+    let reached: std::collections::BTreeSet<&str> = crate::check::situations::reached(&timeline)
+        .into_iter()
+        .map(|index| situations[index].rule)
+        .chain(report.violations.iter().map(|violation| violation.rule.as_str()))
+        .collect();
+    crate::check::RULE_IDS
+        .iter()
+        .copied()
+        .filter(|rule| reached.contains(rule))
+        .collect()
+}
+
+/// The summary's first line: `levels: MUST: 52 of 58 rules held in every case (broken: A, B);
+/// SHOULD: 13 of 13 rules held in every case`.
+pub(crate) fn level_summary(tally: &crate::findings::Tally, selection: &crate::check::Selection, unit: &str) -> String {
+    let mut parts = Vec::new();
+    for level in [crate::check::Level::Must, crate::check::Level::Should] {
+        let rules: Vec<&str> = selection
+            .rules()
+            .filter(|rule| rule.level == level)
+            .map(|rule| rule.id)
+            .collect();
+        if rules.is_empty() {
+            continue;
+        }
+        let broken: Vec<&str> = rules
+            .iter()
+            .copied()
+            .filter(|rule| tally.broken_rules.contains(*rule))
+            .collect();
+        let mut part = format!(
+            "{}: {} of {} rules held in every {unit}",
+            level.word(),
+            rules.len() - broken.len(),
+            rules.len()
+        );
+        if !broken.is_empty() {
+            part.push_str(&format!(" (broken: {})", broken.join(", ")));
+        }
+        parts.push(part);
+    }
+    format!("levels: {}\n", parts.join("; "))
+}
+
 /// What the failing cases come to (root causes, findings), the level reached and, for an
 /// implementation, the features it declared and fails: printed after the cases.
 pub(crate) fn corpus_summary(
@@ -119,17 +234,17 @@ pub(crate) fn corpus_summary(
     hello: Option<&crate::protocol::wire::Hello>,
     corpus: &[crate::scenario::LoadedScenario],
 ) -> String {
-    let mut text = tally(reports, &named_rules(corpus)).text("case");
-    // With no case judged, every rule would "hold": say nothing rather than something vacuous.
+    let tally = tally(reports, &named_rules(corpus));
+    let mut text = String::new();
+    // The level first. With no case judged, every rule would "hold": say nothing rather than
+    // something vacuous.
     if reports
         .iter()
         .any(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed))
     {
-        text.push_str(&super::findings::level_line(
-            &level_counts(reports, selection, corpus),
-            "case",
-        ));
+        text.push_str(&level_summary(&tally, selection, "case"));
     }
+    text.push_str(&tally.text("case"));
     if !selection.is_all() {
         text.push_str(&format!("judged by {}\n", selection.describe()));
     }
@@ -199,12 +314,16 @@ pub(crate) fn json_judged(
         })
         .collect();
     value["findings"] = json!(findings);
-    // Each case's named rules: a case with no trace fails those (the dashboard's counts).
+    // Each case's named rules (a case with no trace fails those), the rules its trace exercised
+    // and whether it held every MUST rule: the dashboard's counts.
     if let Some(results) = value["results"].as_array_mut() {
         let rules_of = named_rules(corpus);
-        for result in results {
-            let name = result["name"].as_str().unwrap_or_default().to_string();
-            result["rules"] = json!(rules_of(&name));
+        for (result, report) in results.iter_mut().zip(reports) {
+            let named = rules_of(&report.name);
+            let loaded = corpus.iter().find(|loaded| loaded.name == report.name);
+            result["must"] = json!(must_word(report, &named));
+            result["exercised"] = json!(exercised(report, loaded));
+            result["rules"] = json!(named);
         }
     }
     value["levels"] = super::findings::level_json(&level_counts(reports, selection, corpus));
@@ -358,7 +477,13 @@ pub fn annotated_trace(report: &CaseReport) -> String {
             let prefix = if marked.is_empty() { "  " } else { "!!" };
             text.push_str(&format!("{prefix} {}\n", render_line(number, event)));
             for violation in marked {
-                text.push_str(&format!("   ^^^^ {}: {}\n", violation.id(), shown(&violation.message)));
+                // The root cause (the first violation, check::cause) is marked where it shows.
+                let root = report
+                    .violations
+                    .first()
+                    .is_some_and(|first| std::ptr::eq(first, violation));
+                let mark = if root { "^^^^ ROOT " } else { "^^^^ " };
+                text.push_str(&format!("   {mark}{}: {}\n", violation.id(), shown(&violation.message)));
             }
         }
     }
@@ -374,6 +499,10 @@ pub fn annotated_trace(report: &CaseReport) -> String {
                 text.push_str(&format!("{}: {}\n", violation.id(), shown(&violation.message)));
             }
             text.push_str(&format!("{}: {} violations\n", report.name, report.violations.len()));
+            if let Some(root) = report.violations.first() {
+                let level = crate::check::level_of(&root.rule).map_or("a scenario check", |level| level.word());
+                text.push_str(&format!("root cause: {} ({level}), marked ROOT above\n", root.id()));
+            }
         }
         Verdict::BadScenario(error) => text.push_str(&format!("{}\n", shown(&error.to_string()))),
         Verdict::Broken(failure) => {
@@ -397,4 +526,115 @@ pub fn annotated_trace(report: &CaseReport) -> String {
         }
     }
     text
+}
+
+/// The human lines of an expectation comparison (`run --expect`): the counts, each unexpected
+/// pair with its first message, one `STALE cause` line per cause with pairs that no longer fail,
+/// and the pairs not judged.
+pub(crate) fn expectation_lines(
+    path: &std::path::Path,
+    file: &crate::deviations::ExpectationFile,
+    comparison: &crate::deviations::Comparison,
+    implementation: &str,
+) -> Vec<String> {
+    let stale_causes = comparison.causes.iter().filter(|cause| !cause.stale.is_empty()).count();
+    let in_causes = match stale_causes {
+        0 => String::new(),
+        1 => " (of 1 cause)".to_string(),
+        many => format!(" (of {many} causes)"),
+    };
+    let mut lines = vec![format!(
+        "expectations {} ({}): {} expected failures seen, {} unexpected, {} stale{in_causes}, {} not judged",
+        path.display(),
+        file.implementation,
+        comparison.confirmed.len(),
+        comparison.unexpected.len(),
+        comparison.stale.len(),
+        comparison.unjudged.len()
+    )];
+    let spoken = implementation.replace(' ', "-");
+    if !spoken.starts_with(&file.implementation) {
+        lines.push(format!(
+            "note: the file describes `{}`, the implementation says `{implementation}`",
+            file.implementation
+        ));
+    }
+    for (pair, message) in &comparison.unexpected {
+        lines.push(format!(
+            "UNEXPECTED {} {}: fails but is not listed: {}",
+            pair.scenario,
+            pair.rule,
+            shown(message)
+        ));
+    }
+    for cause in &comparison.causes {
+        if !cause.stale.is_empty() {
+            lines.push(crate::deviations::stale_line(cause));
+        }
+    }
+    for pair in &comparison.unjudged {
+        lines.push(format!(
+            "not judged {} {}: not run, not applicable or broken",
+            pair.scenario, pair.rule
+        ));
+    }
+    lines
+}
+
+/// The JSON report's `expectations`: the pairs confirmed, unexpected, stale and not judged, and
+/// per cause its label, reason, source and pairs (`agentsim dashboard` reads these, never the
+/// file itself).
+pub(crate) fn expectation_json(
+    path: &std::path::Path,
+    file: &crate::deviations::ExpectationFile,
+    comparison: &crate::deviations::Comparison,
+) -> serde_json::Value {
+    use crate::deviations::Pair;
+    let pairs = |pairs: &[Pair]| -> Vec<serde_json::Value> {
+        pairs
+            .iter()
+            .map(|pair| json!({"scenario": pair.scenario, "rule": pair.rule}))
+            .collect()
+    };
+    let reason_of = |id: &str| file.cause(id).map(|cause| cause.reason.clone()).unwrap_or_default();
+    let causes: Vec<serde_json::Value> = file
+        .causes
+        .iter()
+        .zip(&comparison.causes)
+        .map(|(cause, compared)| {
+            let mut value = json!({
+                "id": cause.id,
+                "verdict": cause.verdict.word(),
+                "reason": cause.reason,
+                "source": {"file": cause.source.file, "function": cause.source.function, "line": cause.source.line},
+                "listed": compared.listed,
+                "confirmed": pairs(&compared.confirmed),
+                "stale": pairs(&compared.stale),
+                "unjudged": pairs(&compared.unjudged),
+                "explored": pairs(&cause.explored_pairs()),
+            });
+            if let Some(divergence) = &cause.first_divergence {
+                value["firstDivergence"] = json!(divergence);
+            }
+            value
+        })
+        .collect();
+    json!({
+        "file": path.display().to_string(),
+        "implementation": file.implementation,
+        "holds": comparison.holds(),
+        "confirmed": pairs(&comparison.confirmed),
+        "unexpected": comparison
+            .unexpected
+            .iter()
+            .map(|(pair, message)| json!({"scenario": pair.scenario, "rule": pair.rule, "message": message}))
+            .collect::<Vec<_>>(),
+        "stale": comparison
+            .stale
+            .iter()
+            .map(|(pair, cause)| json!({"scenario": pair.scenario, "rule": pair.rule, "cause": cause, "reason": reason_of(cause)}))
+            .collect::<Vec<_>>(),
+        "unjudged": pairs(&comparison.unjudged),
+        "causes": causes,
+    })
 }

@@ -231,7 +231,14 @@ fn violations_section(violations: &[Violation]) -> String {
             "<li class=\"violation{}\" data-rule=\"{}\"{first}>{}<strong class=\"rule\">{}</strong> <span class=\"lines\">[trace {}{evident}]</span> {}<br><span class=\"rule-text\">{}</span></li>\n",
             if root { " root" } else { "" },
             escape(&violation.rule),
-            if root { "<span class=\"root-label\">root cause</span> " } else { "" },
+            if root {
+                format!(
+                    "<span class=\"root-label\">root cause · {}</span> ",
+                    crate::check::level_of(&violation.rule).map_or("scenario check", |level| level.word())
+                )
+            } else {
+                String::new()
+            },
             escape(violation.id()),
             lines.join(","),
             escape(&violation.message),
@@ -579,7 +586,7 @@ pub fn write_explore_pages(
                 let mut report = suite::run_case(loaded, strategy, seed, implementation);
                 let reference = suite::run_case(loaded, strategy, seed, &Implementation::reference());
                 if let (Some(ours), Some(theirs)) = (&report.outcome, &reference.outcome) {
-                    report.divergence = diff::first_divergence(&theirs.trace, &ours.trace);
+                    report.set_divergence(diff::first_divergence(&theirs.trace, &ours.trace));
                 }
                 report
             }

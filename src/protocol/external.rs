@@ -542,6 +542,20 @@ fn quote_line(line: &str) -> String {
 }
 
 impl Subject for ExternalSubject {
+    /// `hello.features`: `sync-store` (an append returns only once written: the runtime's
+    /// thread waits in it) and `sync-sink` (an output mode's write is synchronous).
+    fn blocking(&self) -> crate::sim::Blocking {
+        let declared = |feature: &str| {
+            self.hello
+                .as_ref()
+                .is_some_and(|hello| hello.features.iter().any(|declared| declared == feature))
+        };
+        crate::sim::Blocking {
+            appends: declared("sync-store"),
+            writes: declared("sync-sink"),
+        }
+    }
+
     fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
         if self.failed || self.run_live || !self.reusable() {
             self.stop();
@@ -803,5 +817,9 @@ impl Subject for SharedExternal {
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.lock().finish()
+    }
+
+    fn blocking(&self) -> crate::sim::Blocking {
+        self.lock().blocking()
     }
 }

@@ -71,4 +71,8 @@ impl Subject for PooledAdapter {
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.subject().finish()
     }
+
+    fn blocking(&self) -> crate::sim::Blocking {
+        self.0.as_ref().map(|subject| subject.blocking()).unwrap_or_default()
+    }
 }

@@ -33,7 +33,7 @@ pub use failure::{DriverFailure, SubjectFailure};
 use fakes::{check_request, model_reply, ModelReply, Scripts};
 use fault::StoreFake;
 pub use strategy::{Pct, Random, Replay, Scripted, Strategy, StrategyKind};
-pub use subject::{BoxedSubject, Lent, Subject};
+pub use subject::{Blocking, BoxedSubject, Lent, Subject};
 
 /// The result of a successful restore.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -260,6 +260,8 @@ pub struct World<'a> {
     effects: Vec<Effect>,
     /// Whether the scripted model applies the scenario's request checks.
     request_checks: bool,
+    /// Which effects block the subject's runtime until answered (`Subject::blocking`).
+    blocking: Blocking,
 }
 
 /// Runs `scenario` on `subject`, choosing with `strategy`, and returns the trace.
@@ -284,6 +286,7 @@ pub fn simulate_with(
     let mut choices_taken = Vec::new();
     match subject.start(scenario).map_err(|failure| failure.at_trace_line(1))? {
         Ok(restored) => {
+            sim.blocking = subject.blocking();
             sim.trace.push(Event::Restored {
                 leaf: restored.leaf,
                 messages: restored.messages,
@@ -362,6 +365,7 @@ impl<'a> World<'a> {
             findings: Vec::new(),
             effects: Vec::new(),
             request_checks: true,
+            blocking: Blocking::default(),
         }
     }
 
@@ -415,6 +419,21 @@ impl<'a> World<'a> {
     /// The enabled choices: the next operation first, then pending effects oldest first.
     pub fn enabled(&self, choices: &mut Vec<Choice>) {
         choices.clear();
+        // A runtime blocked on an effect (`Blocking`) takes nothing but that effect's answer:
+        // its thread is waiting in the call. A late append is then only slow (nothing else can
+        // happen while it is held), so it is answered.
+        let blocked_on = self.pending.iter().find(|pending| match pending.kind {
+            PendingKind::Append { .. } => self.blocking.appends,
+            PendingKind::Write { .. } => self.blocking.writes,
+            _ => false,
+        });
+        if let Some(pending) = blocked_on {
+            choices.push(Choice::Complete {
+                effect: pending.effect,
+                answer: pending.kind.answer(),
+            });
+            return;
+        }
         // The runtime's set-up (what it did while it was created, `Restored::setup`) is
         // answered before the first operation is delivered.
         let setting_up = self.next_op == 0 && !self.pending.is_empty();

@@ -7,6 +7,16 @@ use crate::scenario::Scenario;
 
 use super::{Restored, SubjectFailure};
 
+/// Which of its effects block the runtime's only thread until the world answers them (an
+/// adapter's `hello` says so: `sync-store` for a store whose append returns only once written,
+/// `sync-sink` for an output mode's synchronous write). While such an effect is pending the
+/// runtime can take no input: nothing can be delivered to it, no other answer can reach it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Blocking {
+    pub appends: bool,
+    pub writes: bool,
+}
+
 /// The system under test: only the driving methods. Who it is (the reference, a mutant, an
 /// adapter process) is the `Implementation` it was built from (`src/implementation.rs`),
 /// chosen once by the caller; the scheduler never asks.
@@ -20,6 +30,10 @@ pub trait Subject {
     /// came after its last `idle` and resets or stops its adapter.
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         Ok(())
+    }
+    /// Which effects block the runtime (known once it started); none for the reference.
+    fn blocking(&self) -> Blocking {
+        Blocking::default()
     }
 }
 
@@ -37,6 +51,10 @@ impl Subject for BoxedSubject {
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         (**self).finish()
+    }
+
+    fn blocking(&self) -> Blocking {
+        (**self).blocking()
     }
 }
 

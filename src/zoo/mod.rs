@@ -160,6 +160,8 @@ zoo! {
     RewrittenArgumentsIgnored = "rewritten-arguments-ignored", canonical, || Box::new(wiring::HookAnswerIgnored(wiring::HookAnswer::RewriteArguments));
     /// An after hook's rewritten result is dropped; the core result is recorded.
     AfterRewriteIgnored = "after-rewrite-ignored", canonical, || Box::new(wiring::HookAnswerIgnored(wiring::HookAnswer::RewriteResult));
+    /// The executor's and the host's error results are worded another way (a SHOULD rule only).
+    ErrorTextsReworded = "error-texts-reworded", canonical, || Box::<wiring::ErrorTextsReworded>::default();
     /// `steer()` is queued as a follow-up.
     SteerAsFollowUp = "steer-as-follow-up", canonical, || Box::new(control::WrongQueue { meant: control::Queue::Steer });
     /// `followUp()` is delivered like a steer, mid-run.

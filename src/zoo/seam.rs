@@ -455,6 +455,10 @@ impl Subject for Decorated {
         Ok(started)
     }
 
+    fn blocking(&self) -> crate::sim::Blocking {
+        self.inner.blocking()
+    }
+
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
         let first = effects.len();
         let own = match &input {

@@ -251,3 +251,81 @@ impl Bug for AfterHooksSeeBlockedCall {
         }
     }
 }
+
+/// The executor and the host word their errors their own way (`Unknown tool: X`, `X: invalid
+/// arguments (...)`, `hook E threw before T: ...`): every refusal and failure happens as the
+/// course has it, only the texts differ. A wording bug, not a wiring one: WIRE-9 (SHOULD) is the
+/// only rule it breaks, which the level line then shows.
+#[derive(Default)]
+pub(crate) struct ErrorTextsReworded;
+
+impl ErrorTextsReworded {
+    fn reword(text: &str) -> Option<String> {
+        if let Some(name) = text
+            .strip_prefix("Tool ")
+            .and_then(|rest| rest.strip_suffix(" not found"))
+        {
+            return Some(format!("Unknown tool: {name}"));
+        }
+        if let Some((name, problem)) = text
+            .strip_prefix("Invalid arguments for ")
+            .and_then(|rest| rest.split_once(": "))
+        {
+            return Some(format!("{name}: invalid arguments ({problem})"));
+        }
+        let rest = text.strip_prefix("extension ")?;
+        let (extension, rest) = rest.split_once(" failed ")?;
+        let (phase, rest) = rest.split_once(' ')?;
+        Some(format!("hook {extension} threw {phase} {rest}"))
+    }
+
+    fn reword_result(result: &mut crate::model::ToolResultMessage) {
+        if !result.is_error {
+            return;
+        }
+        for block in &mut result.content {
+            if let crate::model::ContentBlock::Text { text } = block {
+                if let Some(reworded) = Self::reword(text) {
+                    *text = reworded;
+                }
+            }
+        }
+    }
+
+    fn reword_messages<'m>(messages: impl IntoIterator<Item = &'m mut Message>) {
+        for message in messages {
+            if let Message::ToolResult(result) = message {
+                Self::reword_result(result);
+            }
+        }
+    }
+}
+
+impl Bug for ErrorTextsReworded {
+    fn effect(&mut self, mut effect: Effect, seam: &mut Seam) {
+        use crate::model::EntryBody;
+        use crate::runtime::{ObservedEvent, OpValue, Settlement};
+        match &mut effect {
+            Effect::ModelRequest { request, .. } => Self::reword_messages(&mut request.messages),
+            Effect::Hook {
+                result: Some(result), ..
+            } => Self::reword_result(result),
+            Effect::Append { entry, .. } => {
+                if let EntryBody::Message { message } = &mut entry.body {
+                    Self::reword_messages([message]);
+                }
+            }
+            Effect::Notify { event, .. } => match event {
+                ObservedEvent::MessageEnd { message } => Self::reword_messages([message]),
+                ObservedEvent::TurnEnd { tool_results, .. } => Self::reword_messages(tool_results),
+                ObservedEvent::AgentEnd { messages } => Self::reword_messages(messages),
+            },
+            Effect::Settled {
+                settlement: Settlement::Resolved(OpValue::Run(result)),
+                ..
+            } => Self::reword_messages(&mut result.messages),
+            _ => {}
+        }
+        seam.emit(effect);
+    }
+}

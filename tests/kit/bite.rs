@@ -279,11 +279,6 @@ pub(crate) const BITES: &[Bite] = &[
         "projection/temporary-suffix-each-request",
         "suffix-frozen-at-user",
     ),
-    mutant(
-        "PROJECT-1.a",
-        "lab13/lab13-3-2-suffix-only-then-poison-on-second-append",
-        "poison-not-stored",
-    ),
     mutant("PROJECT-1.a", "agent/abort-mid-stream", "snapshot-captured-once"),
     // A run whose first append fails never appends a response: its first request is judged
     // from the run's user message alone.
@@ -484,6 +479,22 @@ pub(crate) const BITES: &[Bite] = &[
         clauses::recorded_result_not_error,
     ),
     mutant("WIRE-8.a", "wiring/after-hook-rewrites-result", "after-rewrite-ignored"),
+    mutant("WIRE-9.a", "wiring/unknown-tool-error-result", "error-texts-reworded"),
+    mutant(
+        "WIRE-9.b",
+        "wiring/invalid-arguments-error-result",
+        "error-texts-reworded",
+    ),
+    mutant(
+        "WIRE-9.c",
+        "wiring/before-hook-throws-fails-closed",
+        "error-texts-reworded",
+    ),
+    mutant(
+        "WIRE-9.d",
+        "wiring/after-hook-throws-error-result",
+        "error-texts-reworded",
+    ),
     mutant_also(
         "PERSIST-1.b",
         &["PERSIST-1.a"],

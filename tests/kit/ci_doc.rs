@@ -173,3 +173,110 @@ fn implementers_guide_commands_parse_with_the_current_cli() {
         );
     }
 }
+
+/// The implementers' guide's CI job (section 12), executed exactly as printed: its step's `run:`
+/// script, taken from the guide, runs in a fresh folder with the corpus and an expectations file,
+/// `agentsim` on the PATH and `ADAPTER` a runtime with recorded deviations (the reference served
+/// over the protocol with its error texts worded otherwise, whose WIRE-9 failures are listed as
+/// one cause). Every command of the job must pass: a recipe that is red for a runtime that meets
+/// its recorded expectations is wrong.
+#[test]
+fn implementers_guide_ci_job_runs_green_as_printed() {
+    use crate::binary::{root, scratch, BIN};
+    let guide = std::fs::read_to_string(root().join("docs/implementers-guide.md")).expect("the guide");
+    let section = guide
+        .split("## 12. Continuous integration\n")
+        .nth(1)
+        .expect("the guide has its CI section");
+    let block = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the CI section has a yaml block");
+    // The step that decides the job: its `run: |` lines, their indentation removed.
+    let step = block
+        .split("- name: the implementation against its expected deviations\n")
+        .nth(1)
+        .expect("the job has the step the guide describes");
+    let mut lines = step.lines();
+    assert!(
+        lines.next().is_some_and(|line| line.trim() == "run: |"),
+        "the step runs a script"
+    );
+    let body: Vec<&str> = lines.take_while(|line| line.starts_with("          ")).collect();
+    assert!(body.len() >= 3, "the step's script: {body:?}");
+    let script: String = body.iter().map(|line| format!("{}\n", line.trim_start())).collect();
+    let folder = scratch("ci_doc", "guide-job");
+    std::os::unix::fs::symlink(root().join("scenarios"), folder.join("scenarios")).expect("scenarios linked");
+    std::fs::create_dir_all(folder.join("expectations")).expect("a folder");
+    let adapter = "agentsim serve --mutant error-texts-reworded";
+    // Its deviations, recorded from a run: every failing pair, under one cause.
+    let report = crate::binary::agentsim(
+        &[
+            "run",
+            "--impl",
+            &format!("{BIN} serve --mutant error-texts-reworded"),
+            "scenarios/",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    let report: serde_json::Value = serde_json::from_str(&report.stdout).expect("a JSON report");
+    let mut pairs: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for case in report["results"].as_array().expect("results") {
+        for violation in case["violations"].as_array().into_iter().flatten() {
+            let rule = violation["rule"].as_str().expect("a rule").to_string();
+            let scenario = case["name"].as_str().expect("a name").to_string();
+            let scenarios = pairs.entry(rule).or_default();
+            if !scenarios.contains(&scenario) {
+                scenarios.push(scenario);
+            }
+        }
+    }
+    assert!(!pairs.is_empty(), "the worded-otherwise runtime deviates");
+    let expectations = serde_json::json!({
+        "implementation": "my-runtime-1.0",
+        "causes": [{
+            "id": "error-texts",
+            "verdict": "choice",
+            "reason": "the executor and the hooks word their errors their own way",
+            "source": {"file": "src/executor.rs", "function": "reword", "line": 1},
+            "pairs": pairs,
+        }],
+    });
+    std::fs::write(
+        folder.join("expectations/my-runtime-1.0.json"),
+        serde_json::to_string_pretty(&expectations).expect("JSON"),
+    )
+    .expect("written");
+    let bin_dir = std::path::Path::new(BIN).parent().expect("the binary's folder");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let output = std::process::Command::new("sh")
+        .args(["-e", "-c", &script])
+        .current_dir(&folder)
+        .env("PATH", path)
+        .env("ADAPTER", adapter)
+        .output()
+        .expect("sh runs");
+    assert!(
+        output.status.success(),
+        "the guide's CI job failed ({}):\n{script}\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout)
+            .chars()
+            .rev()
+            .take(2000)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let matrix = std::fs::read_to_string(folder.join("conformance.md")).expect("the job writes its matrix");
+    assert!(matrix.contains("RESTORE-1"), "the matrix lists the rules");
+    assert!(
+        folder.join("pages/impl/index.html").exists(),
+        "the job writes its pages' index"
+    );
+}

@@ -503,10 +503,90 @@ fn html_page_marks_the_root_cause_and_its_badges_cover_nothing_in_chromium() {
     screenshot(&page, &dir.join("root-cause.png"));
 }
 
-/// `agentsim dashboard` turns the JSON reports of several implementations into one page: every
-/// rule a row, every implementation a column whose cells count that report's cases and link to
-/// its case pages, each implementation's levels at the top, its deviations below with their
-/// source and verdict; in Chromium, with a screenshot that is not blank.
+/// The (scenario, rule) failures of a JSON report.
+fn failing_pairs(report: &serde_json::Value) -> BTreeSet<(String, String)> {
+    let mut pairs = BTreeSet::new();
+    for result in report["results"].as_array().expect("results") {
+        for violation in result["violations"].as_array().expect("violations") {
+            pairs.insert((
+                result["name"].as_str().expect("a name").to_string(),
+                violation["rule"].as_str().expect("a rule").to_string(),
+            ));
+        }
+    }
+    pairs
+}
+
+/// An expectations file of `pairs`: the MUST ones under a cause labelled bug, the others under
+/// one labelled choice.
+fn expectations_of(implementation: &str, pairs: &BTreeSet<(String, String)>) -> String {
+    let mut bug: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    let mut choice: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (scenario, rule) in pairs {
+        let must = agentsim::check::level_of(rule) == Some(agentsim::check::Level::Must);
+        let by_rule = if must { &mut bug } else { &mut choice };
+        by_rule.entry(rule).or_default().push(scenario);
+    }
+    let source = serde_json::json!({"file": "src/zoo/poison.rs", "function": "Mutant::append_answered", "line": 1});
+    let mut causes = vec![
+        serde_json::json!({"id": "the-bug", "verdict": "bug", "reason": "the <mutant>'s bug", "source": source, "pairs": bug}),
+    ];
+    if !choice.is_empty() {
+        causes.push(serde_json::json!({"id": "a-choice", "verdict": "choice", "reason": "a choice", "source": source, "pairs": choice}));
+    }
+    serde_json::json!({"implementation": implementation, "causes": causes}).to_string()
+}
+
+/// What the probe script appended to a copy of the dashboard found, as JSON.
+fn probe(page: &Path) -> serde_json::Value {
+    const PROBE: &str = r#"<script>
+(function () {
+  const shown = () => [...document.querySelectorAll('#rule-table tr.rule')].filter(row => getComputedStyle(row).display !== 'none').map(row => row.dataset.rule);
+  const result = { all: shown() };
+  for (const id of ['only-must', 'only-bugs', 'only-differences']) {
+    const box = document.getElementById(id);
+    box.checked = true; box.dispatchEvent(new Event('change'));
+    result[id] = shown();
+    if (id === 'only-bugs') result.choicesShown = [...document.querySelectorAll('.cause.choice')].filter(c => getComputedStyle(c).display !== 'none').length;
+    box.checked = false; box.dispatchEvent(new Event('change'));
+  }
+  result.afterwards = shown().length;
+  result.choices = document.querySelectorAll('.cause.choice').length;
+  result.stickyHeader = getComputedStyle(document.querySelector('#rule-table thead th')).position;
+  result.stickyColumn = getComputedStyle(document.querySelector('#rule-table tr.rule th')).position;
+  const links = [...document.querySelectorAll('#cause-view a.pair')];
+  result.pairLinks = links.map(a => a.getAttribute('href'));
+  result.unresolved = links.filter(a => { const t = document.getElementById(a.getAttribute('href').slice(1)); return !t || !t.classList.contains('case'); }).map(a => a.getAttribute('href'));
+  result.pages = [...document.querySelectorAll('#case-view a.page')].map(a => a.getAttribute('href'));
+  const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(result);
+  document.body.appendChild(pre);
+})();
+</script>
+</body>"#;
+    let html = std::fs::read_to_string(page).expect("the page");
+    let probed = page.with_file_name("probe.html");
+    std::fs::write(&probed, html.replace("</body>", PROBE)).expect("written");
+    let dom = dump_dom(&probed);
+    let text = dom
+        .split("<pre id=\"probe\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .expect("the probe ran");
+    let text = text
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).expect("the probe's JSON")
+}
+
+/// `agentsim dashboard` turns the JSON reports of several implementations into one page, run
+/// from a folder of its own: every rule a row with a sticky header row and first column, each
+/// implementation a column whose cells count the scenarios that exercise the rule; the filters
+/// show the MUST rules, the rules a bug cause explains and the rules whose verdicts differ
+/// between the implementations; the family score of the one release set; each cause with its
+/// pairs, each a link to its case's entry, and the case entries link their pages relative to
+/// the page. In Chromium, with a screenshot that is not blank.
 #[test]
 fn html_dashboard_puts_implementations_side_by_side_in_chromium() {
     let dir = scratch("dashboard");
@@ -519,91 +599,196 @@ fn html_dashboard_puts_implementations_side_by_side_in_chromium() {
         std::fs::write(out, &output.stdout).expect("written");
         output.status.code()
     };
-    let expectations = dir.join("mutant.json");
-    std::fs::write(
-        &expectations,
-        r#"{"implementation": "poison-not-stored", "deviations": [{"rule": "POISON-2", "scenarios": ["disk-error-on-entry-2"],
-            "reason": "the poison is not stored", "source": {"file": "src/runtime/mod.rs", "function": "Runtime::handle_append_outcome", "line": 1},
-            "verdict": "bug"}]}"#,
-    )
-    .expect("written");
+    let read = |path: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the report")).expect("JSON")
+    };
     let reference = dir.join("reference-report.json");
-    let mutant = dir.join("mutant-report.json");
-    let pages = dir.join("pages");
     assert_eq!(
         run(&["run", "scenarios/poison", "--format", "json"], &reference),
         Some(0)
     );
-    let mutant_args = [
-        "run",
-        "scenarios/poison",
-        "--mutant",
-        "poison-not-stored",
-        "--format",
-        "json",
-        "--html-dir",
-        pages.to_str().expect("utf-8"),
-        "--expect",
-        expectations.to_str().expect("utf-8"),
-    ];
-    assert_eq!(run(&mutant_args, &mutant), Some(1), "the mutant fails more than listed");
-    let page = dir.join("dashboard.html");
-    let markdown = dir.join("dashboard.md");
+    // Two mutants, each with an expectations file of exactly its failures, one with its pages.
+    let pages = dir.join("pages");
+    let mut reports = Vec::new();
+    let mut failures = Vec::new();
+    for (mutant, with_pages) in [("queued-run-after-poison", true), ("resolve-before-last-append", false)] {
+        let plain = dir.join(format!("{mutant}-plain.json"));
+        assert_eq!(
+            run(
+                &["run", "scenarios/poison", "--mutant", mutant, "--format", "json"],
+                &plain
+            ),
+            Some(1)
+        );
+        let pairs = failing_pairs(&read(&plain));
+        let expectations = dir.join(format!("{mutant}.expectations.json"));
+        std::fs::write(&expectations, expectations_of(mutant, &pairs)).expect("written");
+        let report = dir.join(format!("{mutant}.json"));
+        let mut args = vec![
+            "run",
+            "scenarios/poison",
+            "--mutant",
+            mutant,
+            "--format",
+            "json",
+            "--expect",
+            expectations.to_str().expect("utf-8"),
+        ];
+        if with_pages {
+            args.extend(["--html-dir", pages.to_str().expect("utf-8")]);
+        }
+        assert_eq!(run(&args, &report), Some(0), "the failures are exactly the listed ones");
+        reports.push(report);
+        failures.push(pairs);
+    }
+    // Run from a folder of its own, the page in a folder beside the pages.
+    let elsewhere = std::env::temp_dir().join(format!("agentsim-dashboard-cwd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&elsewhere);
+    std::fs::create_dir_all(&elsewhere).expect("a folder");
+    std::fs::create_dir_all(dir.join("out")).expect("a folder");
+    let page = dir.join("out/dashboard.html");
+    let markdown = dir.join("out/dashboard.md");
     let output = Command::new(binary())
         .arg("dashboard")
         .arg(&reference)
-        .arg(format!("{}={}", mutant.display(), pages.display()))
+        .arg(format!("{}={}", reports[0].display(), pages.display()))
+        .arg(&reports[1])
         .arg("--html")
         .arg(&page)
         .arg("--markdown")
         .arg(&markdown)
-        .current_dir(root())
+        .current_dir(&elsewhere)
         .output()
         .expect("agentsim runs");
+    let _ = std::fs::remove_dir_all(&elsewhere);
     assert_eq!(
         output.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(html.len() < 200_000, "{} bytes", html.len());
+    assert!(!html.contains("<mutant>"), "the reason is escaped");
+
     let dom = dump_dom(&page);
+    assert!(dom.contains("data-js=\"ready\""), "the page's script did not run");
     for rule in agentsim::check::RULE_IDS {
-        assert!(
-            dom.contains(&format!("<tr class=\"rule\" data-rule=\"{rule}\">")),
-            "no row for {rule}"
-        );
+        assert!(dom.contains(&format!("data-rule=\"{rule}\"")), "no row for {rule}");
     }
-    assert_eq!(count(&dom, "class=\"implementation\""), 2, "two columns");
-    let must = agentsim::check::catalogue()
+    assert_eq!(count(&dom, "class=\"implementation\""), 3, "three columns");
+    let must: Vec<&str> = agentsim::check::catalogue()
         .iter()
         .filter(|rule| rule.level == agentsim::check::Level::Must)
-        .count();
+        .map(|rule| rule.id)
+        .collect();
     assert!(
         dom.contains(&format!(
-            "data-level=\"MUST\" data-held=\"{must}\" data-judged=\"{must}\""
+            "data-level=\"MUST\" data-held=\"{0}\" data-judged=\"{0}\"",
+            must.len()
         )),
         "the reference holds every MUST rule"
     );
-    // The mutant's POISON-2 cell fails and links to a failing case's page, which exists.
-    let cell = dom
-        .split("<tr class=\"rule\" data-rule=\"POISON-2\">")
+    // The family score: the two mutants are the one release set; the reference is not counted.
+    let set = dom.split("<tr class=\"release-set\">").nth(1).expect("a release set");
+    let set = &set[..set.find("</tr>").expect("the row ends")];
+    assert_eq!(count(&dom, "<tr class=\"release-set\">"), 1);
+    assert!(
+        set.contains("queued-run-after-poison")
+            && set.contains("resolve-before-last-append")
+            && !set.contains("agentsim-reference (in process)"),
+        "{set}"
+    );
+    let results = |index: usize| read(&reports[index])["results"].as_array().expect("results").clone();
+    let (first, second) = (results(0), results(1));
+    let passed_by_both = first
+        .iter()
+        .zip(&second)
+        .filter(|(a, b)| a["status"] == "passed" && b["status"] == "passed")
+        .count();
+    assert!(
+        set.contains(&format!(
+            "data-score=\"passed\" data-count=\"{passed_by_both}\" data-scenarios=\"{}\"",
+            first.len()
+        )),
+        "{set}"
+    );
+    // The POISON-2 cell of the first mutant fails and links to its first failing case's entry.
+    let row = dom.split("data-rule=\"POISON-2\">").nth(1).expect("the POISON-2 row");
+    let row = &row[..row.find("</tr>").expect("the row ends")];
+    let cell = row
+        .split("<td class=\"fails bug\">")
         .nth(1)
-        .expect("the POISON-2 row");
-    let cell = &cell[..cell.find("</tr>").expect("the row ends")];
-    assert!(cell.contains("class=\"cell fails\""), "{cell}");
-    let link = cell.split("href=\"").nth(1).expect("a link to a case page");
-    let link = &link[..link.find('"').expect("the link ends")];
-    assert!(Path::new(link).exists(), "the linked page {link} exists");
+        .expect("a failing cell with a bug");
+    let anchor = cell.split("href=\"#").nth(1).expect("a link to a case");
+    let anchor = &anchor[..anchor.find('"').expect("the link ends")];
     assert!(
-        dom.contains("<tr class=\"deviation bug\" data-rule=\"POISON-2\">"),
-        "the deviation with its verdict"
+        dom.contains(&format!("id=\"{anchor}\"")),
+        "the case entry {anchor} exists"
     );
+
+    // In the browser: the filters, the sticky header, the cause links, the pages.
+    let probe = probe(&page);
+    let list = |key: &str| -> BTreeSet<String> {
+        probe[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in {probe}"))
+            .iter()
+            .map(|rule| rule.as_str().expect("a rule").to_string())
+            .collect()
+    };
+    let every: BTreeSet<String> = agentsim::check::RULE_IDS.iter().map(|rule| rule.to_string()).collect();
+    assert_eq!(list("all"), every, "every row shows without a filter");
+    assert_eq!(probe["afterwards"], every.len(), "unchecking shows them again");
+    assert_eq!(
+        list("only-must"),
+        must.iter().map(|rule| rule.to_string()).collect::<BTreeSet<_>>(),
+        "MUST only"
+    );
+    let failed_by = |index: usize| -> BTreeSet<String> {
+        failures[index]
+            .iter()
+            .filter(|(_, rule)| every.contains(rule))
+            .map(|(_, rule)| rule.clone())
+            .collect()
+    };
+    let bugs: BTreeSet<String> = failed_by(0)
+        .union(&failed_by(1))
+        .filter(|rule| must.contains(&rule.as_str()))
+        .cloned()
+        .collect();
+    assert_eq!(list("only-bugs"), bugs, "the rules a bug cause explains");
+    let differences: BTreeSet<String> = failed_by(0).symmetric_difference(&failed_by(1)).cloned().collect();
+    assert!(!differences.is_empty());
+    assert_eq!(list("only-differences"), differences, "the rules only one mutant fails");
     assert!(
-        dom.contains("src/runtime/mod.rs:1 `Runtime::handle_append_outcome`"),
-        "its source"
+        probe["choices"].as_u64().expect("a count") >= 1,
+        "a cause labelled choice: {probe}"
     );
-    let table = std::fs::read_to_string(&markdown).expect("the markdown table");
+    assert_eq!(probe["choicesShown"], 0, "bugs only hides the choices");
+    assert_eq!(probe["stickyHeader"], "sticky");
+    assert_eq!(probe["stickyColumn"], "sticky");
+    let links = probe["pairLinks"].as_array().expect("links");
+    let listed: usize = failures.iter().map(BTreeSet::len).sum();
+    assert_eq!(links.len(), listed, "every listed pair is a link");
+    assert_eq!(
+        probe["unresolved"],
+        serde_json::json!([]),
+        "every pair link reaches a case entry"
+    );
+    let page_links = probe["pages"].as_array().expect("pages");
+    assert!(!page_links.is_empty());
+    for link in page_links {
+        let link = link.as_str().expect("a link");
+        assert!(link.starts_with("../pages/"), "{link}: relative to the page");
+        assert!(page.parent().expect("a folder").join(link).exists(), "{link} resolves");
+    }
+    let table = std::fs::read_to_string(&markdown).expect("the markdown");
     assert!(table.contains("| POISON-2 | MUST | "), "{table}");
+    assert!(
+        table.contains("## Family score") && table.contains("| the-bug | **bug** |"),
+        "{table}"
+    );
     screenshot(&page, &dir.join("dashboard.png"));
 }
 

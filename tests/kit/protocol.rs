@@ -978,13 +978,17 @@ fn failures(json: &str) -> Vec<(String, String)> {
     pairs
 }
 
+/// An expectations file with one cause, labelled bug, that lists `pairs`.
 fn expectation_file(pairs: &[(String, String)]) -> String {
-    let deviations: Vec<serde_json::Value> = pairs
-        .iter()
-        .map(|(scenario, rule)| serde_json::json!({"rule": rule, "scenarios": [scenario], "reason": "the mutant keeps no poison"}))
-        .collect();
-    serde_json::json!({"implementation": "agentsim-reference+poison-not-stored-0.1.0", "deviations": deviations})
-        .to_string()
+    let mut by_rule: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (scenario, rule) in pairs {
+        by_rule.entry(rule).or_default().push(scenario);
+    }
+    serde_json::json!({"implementation": "agentsim-reference+poison-not-stored-0.1.0", "causes": [{
+        "id": "poison-not-stored", "verdict": "bug", "reason": "the mutant keeps no poison",
+        "source": {"file": "src/zoo/poison.rs", "function": "poison_not_stored", "line": 1},
+        "pairs": by_rule}]})
+    .to_string()
 }
 
 #[test]
@@ -1050,21 +1054,32 @@ fn expect_passes_only_on_exactly_the_listed_failures() {
         with_stale.push((passed.clone(), "POISON-1".to_string()));
         let stale = run_with(&with_stale);
         assert_eq!(stale.code, 1, "{}", stale.stdout);
+        // Told per cause: one line, the pairs that no longer fail by rule.
+        let line = stale
+            .stdout
+            .lines()
+            .find(|line| line.starts_with("STALE cause poison-not-stored (bug): 1 of "))
+            .unwrap_or_else(|| panic!("no STALE line for the cause:\n{}", stale.stdout));
         assert!(
-            stale.stdout.contains(&format!("STALE      {passed} POISON-1")),
-            "{}",
-            stale.stdout
+            line.ends_with(&format!("pairs no longer fail: POISON-1 on {passed}")),
+            "{line}"
         );
     }
 
-    std::fs::write(&file, "{\"implementation\": \"x\",\n \"deviations\": [{\"rule\": \"NOPE-1\", \"scenarios\": [\"a\"], \"reason\": \"r\"}]}").expect("write");
+    std::fs::write(
+        &file,
+        "{\"implementation\": \"x\", \"causes\": [{\"id\": \"c\", \"verdict\": \"bug\", \"reason\": \"r\",\n \
+         \"source\": {\"file\": \"dist/a.js\", \"function\": \"f\", \"line\": 1},\n \"pairs\": {\"NOPE-1\": [\"a\"]}}]}",
+    )
+    .expect("write");
     let bad = agentsim(
         &["run", "--expect", file.to_str().expect("utf-8 path"), ONE_PROMPT],
         &[],
     );
     assert_eq!(bad.code, 2, "{}{}", bad.stdout, bad.stderr);
     assert!(
-        bad.stderr.contains(":2: deviations[0].rule: unknown rule ID `NOPE-1`"),
+        bad.stderr
+            .contains(":3: causes[0].pairs.NOPE-1: unknown rule ID `NOPE-1`"),
         "{}",
         bad.stderr
     );
@@ -1196,27 +1211,34 @@ fn explore_expect_lists_schedule_dependent_deviations_once() {
     let none = folder.join("none.json");
     std::fs::write(
         &none,
-        r#"{"implementation":"agentsim-reference","deviations":[{"rule":"RESTORE-1","scenarios":["nowhere"],"reason":"unrelated"}]}"#,
+        r#"{"implementation":"agentsim-reference","causes":[{"id":"unrelated","verdict":"bug","reason":"unrelated",
+            "source":{"file":"src/runtime/mod.rs","function":"Runtime::restore","line":1},"pairs":{"RESTORE-1":["nowhere"]}}]}"#,
     )
     .expect("writable");
     let unlisted = explore(&none);
     assert_eq!(unlisted.code, 1, "{}", unlisted.stdout);
     let pairs = unexpected_pairs(&unlisted.stdout);
     assert!(pairs.len() >= 10, "{}", unlisted.stdout);
-    // One deviation per rule: its first scenario canonical, the others under `explored`.
+    // One cause: per rule its first scenario canonical, the others under `explored`.
     let file = |pairs: &std::collections::BTreeSet<(String, String)>| {
         let mut by_rule: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
         for (scenario, rule) in pairs {
             by_rule.entry(rule).or_default().push(scenario);
         }
-        let deviations: Vec<serde_json::Value> = by_rule
+        let canonical: serde_json::Map<String, serde_json::Value> = by_rule
             .iter()
-            .map(|(rule, scenarios)| {
-                serde_json::json!({"rule": rule, "scenarios": [scenarios[0]], "explored": scenarios[1..],
-                                   "reason": "poison is not stored"})
-            })
+            .map(|(rule, scenarios)| (rule.to_string(), serde_json::json!([scenarios[0]])))
             .collect();
-        serde_json::json!({"implementation": "agentsim-reference", "deviations": deviations}).to_string()
+        let explored: serde_json::Map<String, serde_json::Value> = by_rule
+            .iter()
+            .filter(|(_, scenarios)| scenarios.len() > 1)
+            .map(|(rule, scenarios)| (rule.to_string(), serde_json::json!(scenarios[1..])))
+            .collect();
+        serde_json::json!({"implementation": "agentsim-reference", "causes": [{
+            "id": "poison-not-stored", "verdict": "bug", "reason": "poison is not stored",
+            "source": {"file": "src/zoo/poison.rs", "function": "poison_not_stored", "line": 1},
+            "pairs": canonical, "explored": explored}]})
+        .to_string()
     };
     let all = folder.join("all.json");
     std::fs::write(&all, file(&pairs)).expect("writable");

@@ -61,6 +61,8 @@ fn replay_marks(text: &str) -> BTreeSet<Mark> {
             }
         }
         if let Some(mark) = row.strip_prefix("   ^^^^ ") {
+            // The root cause is marked `ROOT` where it shows.
+            let mark = mark.strip_prefix("ROOT ").unwrap_or(mark);
             let (rule, message) = mark.split_once(": ").expect("a mark names its rule");
             marks.insert((rule.to_string(), line, message.to_string()));
         }
