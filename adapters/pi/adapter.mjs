@@ -259,6 +259,37 @@ async function runMode(state, session, mode, text) {
     throw error;
 }
 
+/**
+ * Pi's default system prompt names where its package is installed (its README, docs and
+ * examples), so every request, and every count a rule makes of a request's tokens, would depend
+ * on the folder this checkout sits in: two machines would see different traces. Pi reads that
+ * folder from PI_PACKAGE_DIR when it is set (its own override, for store paths that tokenize
+ * poorly); the adapter points it at a fixed link to the installed package, one per release, as
+ * it fixes HOME, the clock and the ids. The package itself is unchanged.
+ */
+function fixedPackageDir() {
+    const installed = path.join(releaseRoot, "node_modules", "@mariozechner", "pi-coding-agent");
+    if (!fs.existsSync(path.join(installed, "package.json"))) return; // locate() reports it
+    const fixed = path.join("/tmp", `agentsim-pi-${release}-package`);
+    let current = null;
+    try {
+        current = fs.readlinkSync(fixed);
+    } catch {}
+    if (current !== installed) {
+        // A new link renamed over the old one: a process reading it meanwhile sees one or the other.
+        const fresh = `${fixed}.${process.pid}`;
+        try {
+            fs.rmSync(fresh, { force: true });
+            fs.symlinkSync(installed, fresh);
+            fs.renameSync(fresh, fixed);
+        } catch (error) {
+            log(`PI_PACKAGE_DIR: cannot link ${fixed} to ${installed}: ${error.message}; Pi's own folder is used`);
+            return;
+        }
+    }
+    process.env.PI_PACKAGE_DIR = fixed;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The adapter
 // ---------------------------------------------------------------------------------------------
@@ -274,6 +305,7 @@ await runFamilyAdapter({
     },
     environment(dirs) {
         process.env.PI_CODING_AGENT_DIR = dirs.agentDir;
+        fixedPackageDir();
     },
     locate() {
         const found = installedPackage(releaseRoot, "@mariozechner/pi-coding-agent", installCommand);

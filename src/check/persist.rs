@@ -218,16 +218,25 @@ pub fn leaf_advances_only_after_acceptance(timeline: &Timeline<'_>) -> Vec<Viola
 pub fn prompt_resolves_after_its_last_append(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for info in timeline.ops.iter().filter(|info| info.is_prompt_like()) {
-        // The moment the caller learns of success: a resolved settlement, or a mode's write.
+        // The moment the caller learns of success: a resolved settlement, or the write that
+        // ends a mode's run, its result (a mode that streams its events as it goes writes
+        // progress, not its result: its run ends at its settlement, `Timeline`).
         let resolved_at = match &info.settled {
             Some((line, Settlement::Resolved(_))) => Some(*line),
             _ => None,
         };
-        let write_at = timeline
-            .writes
-            .iter()
-            .find(|write| write.op == Some(info.op))
-            .map(|write| write.line);
+        // A write before the run asked the model anything is no result of it (a mode that
+        // writes a header first): MODE-1 and MODE-2 judge such writes.
+        let write_at = info.run_finished.filter(|finished| {
+            timeline
+                .writes
+                .iter()
+                .any(|write| write.line == *finished && write.op == Some(info.op))
+                && timeline
+                    .requests_of(info.op)
+                    .first()
+                    .is_some_and(|request| request.line < *finished)
+        });
         let Some(success_at) = write_at.or(resolved_at) else {
             continue;
         };

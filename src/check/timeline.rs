@@ -294,7 +294,40 @@ impl<'a> Timeline<'a> {
         timeline
     }
 
+    /// Mode operations that write more than once before they settle (a mode that streams its
+    /// run's events as it goes): their run does not end at their first write, but at their
+    /// settlement. A write goes to the earliest mode delivered and not settled that has not
+    /// written yet (a mode's write follows its run), else to the earliest one not settled.
+    fn streaming_modes(&self) -> Vec<OpId> {
+        let mut open: Vec<(OpId, usize)> = Vec::new();
+        let mut streaming = Vec::new();
+        for event in self.events {
+            match event {
+                Event::Deliver {
+                    op,
+                    operation: Operation::Mode { .. },
+                } => open.push((*op, 0)),
+                Event::Write { .. } => {
+                    let first_write = open.iter().position(|(_, writes)| *writes == 0);
+                    if let Some((op, writes)) = first_write.or((!open.is_empty()).then_some(0)).map(|at| &mut open[at])
+                    {
+                        *writes += 1;
+                        if *writes == 2 {
+                            streaming.push(*op);
+                        }
+                    }
+                }
+                Event::Settled { op, .. } => open.retain(|(other, _)| other != op),
+                _ => {}
+            }
+        }
+        streaming
+    }
+
     fn derive(&mut self) {
+        // A mode that writes once ends its run at that write; one that streams, at its
+        // settlement (MODE-2 judges the writes themselves).
+        let streaming = self.streaming_modes();
         // Prompt-like operations whose run has not finished, in delivery order.
         let mut unfinished: Vec<OpId> = Vec::with_capacity(self.ops.capacity());
         let mut by_effect = EffectIndex(Vec::with_capacity(
@@ -415,7 +448,7 @@ impl<'a> Timeline<'a> {
                         op,
                         answer: None,
                     });
-                    if let Some(op) = op {
+                    if let Some(op) = op.filter(|op| !streaming.contains(op)) {
                         unfinished.retain(|other| *other != op);
                         if let Some(info) = self.op_mut(op) {
                             info.run_finished.get_or_insert(line);
