@@ -832,22 +832,12 @@ mod tests {
 
     /// A passed case, and a failed one breaking `rules`.
     fn case(name: &str, rules: &[&str]) -> CaseReport {
-        let mut report = CaseReport {
-            name: name.to_string(),
-            path: PathBuf::from(format!("scenarios/{name}.json")),
-            strategy: crate::sim::StrategyKind::Scripted,
-            seed: 0,
-            verdict: Verdict::Passed,
-            violations: Vec::new(),
-            outcome: None,
-            implementation: None,
-            mutant: None,
-            choices: None,
-            divergence: None,
-            net: None,
-            judging: None,
-            after: None,
-        };
+        let mut report = CaseReport::unrun(
+            name,
+            PathBuf::from(format!("scenarios/{name}.json")),
+            crate::sim::StrategyKind::Scripted,
+            0,
+        );
         if rules.is_empty() {
             report.verdict = Verdict::Passed;
         } else {

@@ -79,9 +79,15 @@ pub struct NetInfo {
 impl CaseReport {
     /// A report that has not run yet: `Passed` with nothing attached.
     fn new(loaded: &LoadedScenario, strategy: StrategyKind, seed: u64) -> CaseReport {
+        CaseReport::unrun(&loaded.name, loaded.path.clone(), strategy, seed)
+    }
+
+    /// A report of the scenario `name` (at `path`) that has not run yet: `Passed` with nothing
+    /// attached.
+    pub(crate) fn unrun(name: &str, path: PathBuf, strategy: StrategyKind, seed: u64) -> CaseReport {
         CaseReport {
-            name: loaded.name.clone(),
-            path: loaded.path.clone(),
+            name: name.to_string(),
+            path,
             strategy,
             seed,
             verdict: Verdict::Passed,

@@ -77,3 +77,17 @@ pub fn read_pids(file: &Path) -> Vec<u32> {
         .filter_map(|line| line.trim().parse().ok())
         .collect()
 }
+
+/// The (scenario, rule) failures of a JSON report.
+pub fn failing_pairs(report: &serde_json::Value) -> std::collections::BTreeSet<(String, String)> {
+    let mut pairs = std::collections::BTreeSet::new();
+    for result in report["results"].as_array().expect("results") {
+        for violation in result["violations"].as_array().expect("violations") {
+            pairs.insert((
+                result["name"].as_str().expect("a name").to_string(),
+                violation["rule"].as_str().expect("a rule").to_string(),
+            ));
+        }
+    }
+    pairs
+}

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use agentsim::check::{level_of, Level};
 
-use crate::binary::{agentsim, root, scratch, BIN};
+use crate::binary::{agentsim, failing_pairs, root, scratch, BIN};
 
 /// A mutant that breaks POISON-2, POISON-3 and POISON-5 (MUST) and MODE-1 (SHOULD) on some of
 /// scenarios/poison and passes the others.
@@ -23,20 +23,6 @@ fn json_report(extra: &[&str]) -> serde_json::Value {
     let run = agentsim(&args, &[]);
     assert!(run.code == 0 || run.code == 1, "{}{}", run.stdout, run.stderr);
     serde_json::from_str(&run.stdout).expect("a JSON report")
-}
-
-/// (scenario, rule) failures of a JSON report.
-fn failing_pairs(report: &serde_json::Value) -> BTreeSet<(String, String)> {
-    let mut pairs = BTreeSet::new();
-    for result in report["results"].as_array().expect("results") {
-        for violation in result["violations"].as_array().expect("violations") {
-            pairs.insert((
-                result["name"].as_str().expect("a name").to_string(),
-                violation["rule"].as_str().expect("a rule").to_string(),
-            ));
-        }
-    }
-    pairs
 }
 
 fn strings(value: &serde_json::Value) -> Vec<String> {

@@ -503,20 +503,6 @@ fn html_page_marks_the_root_cause_and_its_badges_cover_nothing_in_chromium() {
     screenshot(&page, &dir.join("root-cause.png"));
 }
 
-/// The (scenario, rule) failures of a JSON report.
-fn failing_pairs(report: &serde_json::Value) -> BTreeSet<(String, String)> {
-    let mut pairs = BTreeSet::new();
-    for result in report["results"].as_array().expect("results") {
-        for violation in result["violations"].as_array().expect("violations") {
-            pairs.insert((
-                result["name"].as_str().expect("a name").to_string(),
-                violation["rule"].as_str().expect("a rule").to_string(),
-            ));
-        }
-    }
-    pairs
-}
-
 /// An expectations file of `pairs`: the MUST ones under a cause labelled bug, the others under
 /// one labelled choice.
 fn expectations_of(implementation: &str, pairs: &BTreeSet<(String, String)>) -> String {
@@ -620,7 +606,7 @@ fn html_dashboard_puts_implementations_side_by_side_in_chromium() {
             ),
             Some(1)
         );
-        let pairs = failing_pairs(&read(&plain));
+        let pairs = crate::binary::failing_pairs(&read(&plain));
         let expectations = dir.join(format!("{mutant}.expectations.json"));
         std::fs::write(&expectations, expectations_of(mutant, &pairs)).expect("written");
         let report = dir.join(format!("{mutant}.json"));
