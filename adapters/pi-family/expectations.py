@@ -19,7 +19,9 @@ regenerated whenever the kit's verdicts change. It is a JSON list of causes, in 
                {"rule": "expect", "scenarios": ["wiring/walkthrough"]},
                {"rule": "POISON-2", "message": "a regular expression on a violation's message"},
                {"rule": "QUEUE-2", "scenarioPattern": "^poison/"}],
-     "explored": {"PERSIST-6": ["wiring/walkthrough"]}}   # optional: schedule-only pairs
+     "explored": {"PERSIST-6": ["wiring/walkthrough"]},   # optional: schedule-only pairs
+     "unsteady": {"broken:subject.crashed": ["modes/x"]}} # optional: pairs whose outcome varies
+                                                          # from run to run (written as explored)
 
 A cause with ``"kitFault": "why"`` claims the pairs that are the kit's fault (a rule stricter than
 the seed, a checker's wrong inference): they are never written as deviations, only listed on
@@ -186,8 +188,12 @@ def build(causes: List[Dict[str, Any]], report: Dict[str, Any], implementation: 
         canonical: Dict[str, List[str]] = {}
         allowed: Dict[str, List[str]] = {}
         refused = False
+        # Pairs whose outcome varies from run to run of the same schedule (a crash point that
+        # moves): allowed, never required, whether they show or not.
+        unsteady = cause.get("unsteady", {})
+        explored = {rule: sorted(set(explored.get(rule, [])) | set(unsteady.get(rule, []))) for rule in set(explored) | set(unsteady)}
         for rule in sorted(set(by_rule) | set(explored), key=_rule_order):
-            scenarios = sorted(by_rule.get(rule, []))
+            scenarios = sorted(set(by_rule.get(rule, [])) - set(unsteady.get(rule, [])))
             extra = []
             for scenario in sorted(set(explored.get(rule, [])) - set(scenarios)):
                 owner = listed.setdefault((scenario, rule), cause["id"])

@@ -70,7 +70,7 @@ pub struct Case {
     pub must: Option<String>,
     /// Its violations, root cause first: (rule, message).
     pub violations: Vec<(String, String)>,
-    /// Why it broke or is not applicable.
+    /// Why it is not applicable, or the verdict code it broke with.
     pub detail: Option<String>,
     /// The scenario file, as the report names it.
     pub path: String,
@@ -220,7 +220,13 @@ pub fn load(input: &ReportInput) -> Result<Column, DashboardError> {
             status: status.to_string(),
             must: result["must"].as_str().map(str::to_string),
             violations,
-            detail: result["detail"].as_str().map(str::to_string),
+            // A broken case by its verdict code only: how an adapter died (its last effect, its
+            // stderr) is the report's and the case page's to show, and may vary where the
+            // verdict does not (a crash point that moves), which a page compared on must not.
+            detail: match (status, result["code"].as_str()) {
+                ("broken", Some(code)) => Some(format!("broken: {code} (the report and the case's replay say how)")),
+                _ => result["detail"].as_str().map(str::to_string),
+            },
             path: result["path"].as_str().unwrap_or_default().to_string(),
             replay: result["replay"].as_str().unwrap_or_default().to_string(),
             named: strings(&result["rules"]),
