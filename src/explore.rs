@@ -226,7 +226,8 @@ pub fn explore(
     // corpus, run there first unless this thread's process has just run it.
     let fixed_predecessors = config.check_determinism && implementation.is_adapter();
     std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
+        // A worker takes a scenario at a time: more workers than scenarios would idle.
+        for _ in 0..threads.clamp(1, corpus.len().max(1)) {
             scope.spawn(|| {
                 let mut last: Option<LastSchedule> = None;
                 loop {

@@ -41,3 +41,8 @@ pub const NET_TIME_MS_MAX: u64 = 3_600_000;
 /// Steps after which the scheduler cuts a run off (a subject that loops forever); a scenario's
 /// pinned `schedule` may be at most this long.
 pub const SCHEDULE_STEPS_MAX: usize = 20_000;
+
+/// The most change points `pct:DEPTH` places (a run of the corpus takes a few dozen steps; a
+/// depth beyond the scheduler's step bound could never be reached, and each point is a
+/// priority to draw).
+pub const PCT_DEPTH_MAX: u32 = 1_000;

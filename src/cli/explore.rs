@@ -51,7 +51,8 @@ pub struct ExploreArgs {
     /// Explore a deliberately broken reference.
     #[arg(long, value_parser = parse_mutation)]
     mutant: Option<Mutant>,
-    /// Worker threads (default: the machine's cores; at least 1).
+    /// Worker threads (default: the machine's cores; at least 1; capped to the scenarios, since a
+    /// worker takes a scenario at a time).
     #[arg(long, value_parser = parse_threads)]
     threads: Option<usize>,
     /// Explore an implementation behind the adapter protocol (`sh -c CMD`; each worker thread

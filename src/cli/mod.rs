@@ -31,6 +31,9 @@ pub const EXIT_PASSED: u8 = 0;
 pub const EXIT_VIOLATION: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 pub const EXIT_BROKEN: u8 = 3;
+/// The kit could not write its own output (standard output closed or full): what it found is
+/// lost, so it is neither a pass nor a verdict.
+pub const EXIT_OUTPUT: u8 = 4;
 
 #[derive(Parser)]
 #[command(
@@ -292,6 +295,7 @@ pub fn main() -> ExitCode {
     // `serve` is an adapter: its kit ends it. Every other command stops its adapters first.
     if !matches!(cli.command, Command::Serve { .. }) {
         signals::install();
+        signals::install_output_guard();
     }
     let code = match cli.command {
         Command::Explore(args) => explore::run_explore(args),

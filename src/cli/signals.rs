@@ -8,6 +8,10 @@
 //! subreaper, run on under pid 1. The signals are taken on a thread of their own
 //! (`signal_hook`'s iterator), so the stop runs as ordinary code, not in a signal handler.
 //! `agentsim serve` installs nothing: it is an adapter, ended by its kit.
+//!
+//! A standard output that is closed (`agentsim run ... | head -c 10`) or full (`> /dev/full`)
+//! ends the kit the same orderly way, with exit code 4 and one line on stderr
+//! ([`install_output_guard`]), instead of a panic.
 
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -53,4 +57,30 @@ fn signal_name(signal: i32) -> &'static str {
         SIGHUP => "SIGHUP",
         _ => "a signal",
     }
+}
+
+/// The panic `print!` raises when standard output cannot be written (closed, full) ends the kit
+/// in order instead: every adapter killed, unfinished files abandoned, one line on stderr and
+/// exit code 4 (`EXIT_OUTPUT`). Any other panic keeps the default hook: it is a bug.
+pub(super) fn install_output_guard() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let Some(error) = message.strip_prefix("failed printing to stdout: ") else {
+            return default(info);
+        };
+        crate::protocol::process::stop_every_adapter();
+        crate::whole_file::abandon_unfinished();
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "agentsim: cannot write to standard output ({error}): the report is lost; every adapter process the kit started is killed"
+        );
+        std::process::exit(i32::from(super::EXIT_OUTPUT))
+    }));
 }

@@ -306,6 +306,8 @@ fn run_net_on(
             message: "a host still holds the run's record".into(),
         })?
         .into_inner();
+    // An operation settles once, in this world as in process (`subject.settled_twice`).
+    let failure = failure.or_else(|| settled_twice(&record.trace));
     Ok(NetRun {
         outcome: RunOutcome {
             trace: record.trace,
@@ -317,6 +319,25 @@ fn run_net_on(
         steps,
         failure,
     })
+}
+
+/// The first operation the trace shows settled a second time, as the in-process scheduler
+/// refuses it: the op, the 1-based line of the second settlement and of the first.
+fn settled_twice(trace: &crate::trace::Trace) -> Option<crate::sim::SubjectFailure> {
+    let mut first: std::collections::BTreeMap<crate::runtime::OpId, usize> = Default::default();
+    for (index, event) in trace.events.iter().enumerate() {
+        if let Event::Settled { op, .. } = event {
+            if let Some(first) = first.get(op) {
+                return Some(crate::sim::SubjectFailure::SettledTwice {
+                    op: *op,
+                    line: index + 1,
+                    first: *first,
+                });
+            }
+            first.insert(*op, index + 1);
+        }
+    }
+    None
 }
 
 /// Starts and ends fault episodes whose time has come; with `finish`, ends every active one.

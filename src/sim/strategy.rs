@@ -68,16 +68,41 @@ impl StrategyKind {
         match name {
             "scripted" if parameter.is_none() => Ok(StrategyKind::Scripted),
             "random" if parameter.is_none() => Ok(StrategyKind::Random),
-            "pct" => match parameter.and_then(|parameter| parameter.split_once(':')) {
-                Some((depth, steps)) => {
-                    let positive = |value: &str| value.parse::<u32>().ok().filter(|value| *value > 0);
-                    match (positive(depth), positive(steps)) {
-                        (Some(depth), Some(steps)) => Ok(StrategyKind::PctSteps { depth, steps }),
-                        _ => Err(format!("`{text}`: the parameters must be positive integers")),
+            "pct" => {
+                // Change points beyond the step bound could never be reached.
+                let bounded = |depth: u32, steps: u32| {
+                    if depth > crate::limits::PCT_DEPTH_MAX {
+                        Err(format!(
+                            "`{text}`: a depth of at most {} (the change points a run can reach)",
+                            crate::limits::PCT_DEPTH_MAX
+                        ))
+                    } else if steps as usize > crate::limits::SCHEDULE_STEPS_MAX {
+                        Err(format!(
+                            "`{text}`: at most {} steps (the scheduler's step bound)",
+                            crate::limits::SCHEDULE_STEPS_MAX
+                        ))
+                    } else {
+                        Ok(())
+                    }
+                };
+                match parameter.and_then(|parameter| parameter.split_once(':')) {
+                    Some((depth, steps)) => {
+                        let positive = |value: &str| value.parse::<u32>().ok().filter(|value| *value > 0);
+                        match (positive(depth), positive(steps)) {
+                            (Some(depth), Some(steps)) => {
+                                bounded(depth, steps)?;
+                                Ok(StrategyKind::PctSteps { depth, steps })
+                            }
+                            _ => Err(format!("`{text}`: the parameters must be positive integers")),
+                        }
+                    }
+                    None => {
+                        let depth = number(3)?;
+                        bounded(depth, 1)?;
+                        Ok(StrategyKind::Pct { depth })
                     }
                 }
-                None => Ok(StrategyKind::Pct { depth: number(3)? }),
-            },
+            }
             "exhaustive" => Ok(StrategyKind::Exhaustive {
                 bound: number(EXHAUSTIVE_BOUND_DEFAULT)?,
                 reduced: true,

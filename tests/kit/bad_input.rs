@@ -140,3 +140,39 @@ fn an_unknown_key_in_a_scripted_tool_call_is_rejected() {
         "8: model[0].toolCalls[0].thoughtSignature: unknown field `thoughtSignature`, expected one of `id`, `name`, `arguments`",
     );
 }
+
+/// Every numeric knob is bounded or capped to the work: a PCT depth no run could reach is bad
+/// input naming the bound, and a million worker threads on one scenario start one.
+#[test]
+fn pct_depth_is_bounded_and_threads_are_capped_to_the_work() {
+    let agentsim = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agentsim"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("agentsim runs")
+    };
+    for strategy in ["pct:4294967295", "pct:1001", "pct:3:4294967295"] {
+        let run = agentsim(&["run", "scenarios/wiring/walkthrough.json", "--strategy", strategy]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{strategy}: {stderr}");
+        assert!(stderr.contains("at most"), "{strategy}: {stderr}");
+    }
+    let at_the_bound = agentsim(&["run", "scenarios/wiring/walkthrough.json", "--strategy", "pct:1000"]);
+    assert_eq!(at_the_bound.status.code(), Some(0));
+    let started = std::time::Instant::now();
+    let many = agentsim(&[
+        "explore",
+        "scenarios/wiring/walkthrough.json",
+        "--seeds",
+        "4",
+        "--threads",
+        "1000000",
+    ]);
+    assert_eq!(many.status.code(), Some(0), "{}", String::from_utf8_lossy(&many.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -964,3 +964,46 @@ fn fuzz_mutated_inputs_end_in_a_verdict_or_a_located_error() {
     );
     let _ = std::fs::remove_dir_all(folder);
 }
+
+/// A standard output that cannot be written (full, or a pipe whose reader is gone) ends every
+/// command with exit code 4 and one line on stderr, never a panic (exit 101).
+#[test]
+fn a_full_or_closed_standard_output_is_a_clean_exit_4() {
+    use std::process::{Command, Stdio};
+    let commands: [&[&str]; 4] = [
+        &["run", "scenarios/wiring/walkthrough.json"],
+        &["replay", "scenarios/wiring/walkthrough.json"],
+        &["run", "scenarios/wiring", "--format", "json"],
+        &["explore", "scenarios/wiring/walkthrough.json", "--seeds", "2"],
+    ];
+    for args in commands {
+        // Full: every write fails with ENOSPC.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let output = Command::new(crate::binary::BIN)
+            .args(args)
+            .current_dir(root())
+            .stdout(full)
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(4), "{args:?} > /dev/full: {stderr}");
+        assert!(stderr.contains("cannot write to standard output"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        // Closed: the pipe's reader is gone before the kit starts.
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = Command::new(crate::binary::BIN)
+            .args(args)
+            .current_dir(root())
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(4), "{args:?} | (closed): {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    }
+}

@@ -1569,3 +1569,26 @@ fn explore_counts_not_applicable_schedules_with_their_reason() {
     );
     assert!(explore.stdout.ends_with("0 passed, 0 failed\n"), "{}", explore.stdout);
 }
+
+/// The networked world refuses a second settlement of one operation as the in-process
+/// scheduler does (it had passed, exit 0, with no verdict).
+#[test]
+fn hostile_settled_twice_in_the_networked_world() {
+    let run = agentsim(
+        &[
+            "replay",
+            ONE_PROMPT,
+            "--world",
+            "net",
+            "--impl",
+            "tests/fixtures/adapters/settled-twice.sh",
+            "--step-timeout-ms",
+            "500",
+        ],
+        &[],
+    );
+    let report = format!("stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 3, "{report}");
+    assert!(run.stdout.contains("(subject.settled_twice)"), "{report}");
+    assert!(run.stdout.contains("op#1 was settled a second time"), "{report}");
+}
