@@ -57,8 +57,8 @@ pub fn flush_creates_no_work(timeline: &Timeline<'_>) -> Vec<Violation> {
     // in flight (delivered, its run not finished), once a flush was delivered, is work the
     // flush created. Runs are told by the operations the protocol delivers, never by signals
     // (a runtime may give every request a signal of its own: PROJECT-5 judges that).
-    let first_flush = ops_of(timeline, "flush").first().map(|info| info.delivered);
-    if let Some(first_flush) = first_flush {
+    if let Some(flush) = ops_of(timeline, "flush").first() {
+        let first_flush = flush.delivered;
         let outside = timeline
             .requests
             .iter()
@@ -79,7 +79,7 @@ pub fn flush_creates_no_work(timeline: &Timeline<'_>) -> Vec<Violation> {
                 &[first_flush, line],
                 format!(
                     "{what} was made while no prompt was in flight, after flush {}: work no prompt asked for",
-                    ops_of(timeline, "flush")[0].op
+                    flush.op
                 ),
             ));
         } else {

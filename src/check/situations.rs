@@ -142,6 +142,25 @@ fn resolved_runs(timeline: &Timeline<'_>) -> usize {
         .count()
 }
 
+/// A response asks for an unknown tool, or for one with arguments its schema rejects: a call
+/// the core executor refuses (WIRE-7 and, for the refusal's text, WIRE-9).
+fn executor_refuses_a_call(timeline: &Timeline<'_>) -> bool {
+    timeline
+        .requests
+        .iter()
+        .filter_map(|request| request.response)
+        .any(|(_, response)| {
+            response.tool_calls().iter().any(|call| {
+                timeline
+                    .scenario
+                    .tools
+                    .iter()
+                    .find(|tool| tool.name == call.name)
+                    .is_none_or(|tool| crate::model::validate_arguments(&tool.parameters, &call.arguments).is_err())
+            })
+        })
+}
+
 fn mode_named(timeline: &Timeline<'_>, known: bool) -> bool {
     timeline.ops.iter().any(|info| match &info.operation {
         Operation::Mode { mode, .. } => matches!(mode.as_str(), "interactive" | "print" | "json") == known,
@@ -217,11 +236,11 @@ pub fn situations() -> &'static [Situation] {
         "WIRE-6" Any "a before hook rewrites the arguments" =>
             |t| t.hooks.iter().any(|h| matches!(h.answer, Some((_, HookOutcome::RewriteArguments { .. }))));
         "WIRE-7" Any "a call to an unknown tool or with bad arguments" =>
-            |t| t.requests.iter().filter_map(|r| r.response).any(|(_, response)| response.tool_calls().iter().any(|call| t.scenario.tools.iter().find(|tool| tool.name == call.name).is_none_or(|tool| crate::model::validate_arguments(&tool.parameters, &call.arguments).is_err())));
+            executor_refuses_a_call;
         "WIRE-8" Any "an after hook rewrites the result" =>
             |t| t.hooks.iter().any(|h| matches!(h.answer, Some((_, HookOutcome::RewriteResult { .. }))));
         "WIRE-9" Any "a call the executor refuses or a hook fails" =>
-            |t| t.hooks.iter().any(|h| matches!(h.answer, Some((_, HookOutcome::Threw { .. })))) || t.requests.iter().filter_map(|r| r.response).any(|(_, response)| response.tool_calls().iter().any(|call| t.scenario.tools.iter().find(|tool| tool.name == call.name).is_none_or(|tool| crate::model::validate_arguments(&tool.parameters, &call.arguments).is_err())));
+            |t| t.hooks.iter().any(|h| matches!(h.answer, Some((_, HookOutcome::Threw { .. })))) || executor_refuses_a_call(t);
         "PERSIST-1" Any "a run appends after a restored path" =>
             |t| t.initial_path.as_ref().is_some_and(|path| !path.is_empty()) && !t.appends.is_empty();
         "PERSIST-2" Any "a run of three or more appends" =>

@@ -372,7 +372,7 @@ impl ExternalSubject {
             let operation = spec.operation();
             used.push(operation.name().to_string());
             if let crate::trace::Operation::Mode { mode, .. } = &operation {
-                used.push(format!("mode:{mode}"));
+                used.push(mode_key(mode));
             }
         }
         if scenario.model.iter().any(|step| step.chunks.unwrap_or(1) > 1) {
@@ -398,10 +398,15 @@ impl ExternalSubject {
 /// (`docs/protocol.md`): the case is not applicable.
 pub const UNSUPPORTED_CODE: &str = "adapter.unsupported";
 
-/// How `hello.unsupported` names an operation: its name, or `mode:<name>` for an output mode.
+/// How `hello.unsupported` names one output mode: `mode:<name>`.
+fn mode_key(mode: &str) -> String {
+    format!("mode:{mode}")
+}
+
+/// How `hello.unsupported` names an operation: its name, or [`mode_key`] for an output mode.
 fn unsupported_name(operation: &crate::protocol::wire::WireOperation) -> String {
     match operation {
-        crate::protocol::wire::WireOperation::Mode { mode, .. } => format!("mode:{mode}"),
+        crate::protocol::wire::WireOperation::Mode { mode, .. } => mode_key(mode),
         other => other.name().to_string(),
     }
 }

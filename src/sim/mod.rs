@@ -36,7 +36,7 @@ pub use strategy::{Pct, Random, Replay, Scripted, Strategy, StrategyKind};
 pub use subject::{Blocking, BoxedSubject, Lent, Subject};
 
 /// The result of a successful restore.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Restored {
     pub leaf: Option<String>,
     pub messages: usize,
