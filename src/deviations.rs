@@ -39,8 +39,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::check::{level_of, Level, RULE_IDS};
+use crate::run::{CaseReport, Verdict};
 use crate::scenario::locate::{find_duplicate_key, line_of, render_path, Segment};
-use crate::suite::{CaseReport, Verdict};
 
 /// One `expectations/<impl>.json` file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -834,9 +834,7 @@ mod tests {
     fn case(name: &str, rules: &[&str]) -> CaseReport {
         let mut report = CaseReport::unrun(
             name,
-            PathBuf::from(format!("scenarios/{name}.json")),
-            crate::sim::StrategyKind::Scripted,
-            0,
+            crate::run::Run::at(PathBuf::from(format!("scenarios/{name}.json"))),
         );
         if rules.is_empty() {
             report.verdict = Verdict::Passed;

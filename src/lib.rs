@@ -31,13 +31,15 @@
 //! - [`check`]: the rule catalogue and its checkers; each rule's situations (what makes it
 //!   non-vacuous, counted by `explore --coverage`); scenario expectations.
 //! - [`shrink`]: a failing schedule shrunk to a minimal scenario file with its schedule pinned.
-//! - [`replay`]: the one place every printed replay command is built.
+//! - [`run`]: a run as one value (scenario, schedule, implementation, world, judging), its
+//!   replay command printed and parsed back, and the one `execute` every runner calls.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
 //! - [`deviations`]: an implementation's expected deviations (`--expect`).
 //! - [`html`]: one self-contained HTML page per case: swimlanes, the session tree, violations
 //!   with their rule's statement, and the divergence from the reference for `--impl` cases.
 //! - [`whole_file`]: the files the kit writes for its user, written whole or not at all.
-//! - [`suite`], [`explore`], [`bench`](mod@bench), [`cli`]: runners and the command line.
+//! - [`suite`], [`explore`], [`bench`](mod@bench), [`cli`]: the corpus, the runners and the
+//!   command line.
 //!
 //! # Architecture invariants
 //!
@@ -62,7 +64,7 @@ pub mod limits;
 pub mod model;
 pub mod net;
 pub mod protocol;
-pub mod replay;
+pub mod run;
 pub mod runtime;
 pub mod scenario;
 pub mod shell;

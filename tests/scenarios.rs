@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use agentsim::implementation::Implementation;
+use agentsim::run::{CaseReport, Run, Verdict};
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{self, Verdict};
+use agentsim::suite;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
@@ -34,9 +35,15 @@ fn main() {
 }
 
 fn run_trial(loaded: &agentsim::scenario::LoadedScenario) -> Result<(), Failed> {
-    let first = suite::run_case(loaded, StrategyKind::Scripted, 0, &Implementation::reference());
-    let second = suite::run_case(loaded, StrategyKind::Scripted, 0, &Implementation::reference());
-    let render = |case: &suite::CaseReport| {
+    let first = Run::of(loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(loaded);
+    let second = Run::of(loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(loaded);
+    let render = |case: &CaseReport| {
         case.outcome
             .as_ref()
             .map(|outcome| outcome.trace.render())

@@ -443,7 +443,7 @@ fn exhaustive_space(corpus: &[crate::scenario::LoadedScenario], budget: u64) {
         shard: (1, 1),
         time_limit: None,
         check_determinism: false,
-        world: crate::suite::WorldKind::Sim,
+        world: crate::run::WorldKind::Sim,
         coverage: false,
         selection: crate::check::Selection::all(),
         max_failures: None,

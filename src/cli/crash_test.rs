@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::net::crash::crash_test;
-use crate::replay::{ReplaySpec, ReplayWorld};
 use crate::store::SyncPolicy;
 use crate::suite;
 
@@ -75,13 +74,10 @@ pub fn run_crash_test(args: CrashTestArgs) -> u8 {
                 "       first losing crash point: step {step} ({} points lost entries)",
                 report.losing_points.len()
             );
-            let replay = ReplaySpec {
-                world: ReplayWorld::NetCrash {
-                    step: *step,
-                    sync: args.sync,
-                },
-                ..ReplaySpec::new(loaded.path.clone(), crate::sim::StrategyKind::Scripted, args.seed)
-            };
+            let replay = crate::run::Run::of(loaded).in_world(crate::run::World::NetCrash {
+                step: *step,
+                sync: args.sync,
+            });
             println!("       replay: {}", replay.command());
         }
         points += report.points;
@@ -98,30 +94,4 @@ pub fn run_crash_test(args: CrashTestArgs) -> u8 {
     } else {
         EXIT_PASSED
     }
-}
-
-/// One crash point of the crash test as a case: the scenario in the networked world, its store
-/// syncing per `sync`, the store host crashed at simulation step `step` (what `replay
-/// --crash-at-step` runs).
-pub fn crash_case(
-    loaded: &crate::scenario::LoadedScenario,
-    sync: SyncPolicy,
-    step: u64,
-    seed: u64,
-    implementation: &crate::implementation::Implementation,
-) -> suite::CaseReport {
-    let mut loaded = loaded.clone();
-    loaded.scenario.net.get_or_insert_with(Default::default).sync = sync;
-    let options = crate::net::NetOptions {
-        seed,
-        crash_at_step: Some(step),
-        ..crate::net::NetOptions::default()
-    };
-    suite::run_case_net(
-        &loaded,
-        crate::sim::StrategyKind::Scripted,
-        &options,
-        implementation,
-        &mut implementation.subject(),
-    )
 }

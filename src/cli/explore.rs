@@ -13,12 +13,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::explore::{explore, hunt_mutant, ExploreConfig, ExploreSummary};
 use crate::implementation::Implementation;
+use crate::run::WorldKind;
 use crate::scenario::LoadedScenario;
 use crate::sim::StrategyKind;
-use crate::suite::{self, WorldKind};
+use crate::suite;
 use crate::zoo::Mutant;
 
-use super::{parse_mutation, parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLATION};
+use super::{parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLATION};
 
 #[derive(Args)]
 pub struct ExploreArgs {
@@ -49,7 +50,7 @@ pub struct ExploreArgs {
     #[arg(long)]
     check_determinism: bool,
     /// Explore a deliberately broken reference.
-    #[arg(long, value_parser = parse_mutation)]
+    #[arg(long, value_parser = crate::run::parse_mutant)]
     mutant: Option<Mutant>,
     /// Worker threads (default: the machine's cores; at least 1; capped to the scenarios, since a
     /// worker takes a scenario at a time).
@@ -90,7 +91,7 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_failures: Option<u64>,
     #[command(flatten)]
-    judging: super::Judging,
+    judging: crate::run::Judging,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -239,7 +240,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         }
     }
     if let Some(dir) = &args.html_dir {
-        let written = crate::html::write_explore_pages(dir, &corpus, &summary, strategy, &implementation);
+        let written = crate::html::write_explore_pages(dir, &corpus, &summary, &implementation);
         if let Err(code) = super::report_pages(dir, written) {
             return code;
         }
@@ -317,7 +318,7 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
                 text.push_str(&format!("         {line}\n"));
             }
         }
-        text.push_str(&format!("       replay: {}\n", failure.replay));
+        text.push_str(&format!("       replay: {}\n", failure.replay()));
     }
     let shown = summary.failures.len().min(FAILURES_SHOWN) as u64;
     if summary.failed > shown {
@@ -343,7 +344,7 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
             text.push_str(&format!(
                 "  {} ({code}): {}\n",
                 failure.origin_or_scenario(),
-                failure.replay
+                failure.replay()
             ));
         }
         let named = broken.len().min(BROKEN_NAMED) as u64;
@@ -475,7 +476,7 @@ pub struct MutantsArgs {
     #[arg(long, default_value_t = 50)]
     seeds: u64,
     /// Only these mutants (default: all).
-    #[arg(long = "only", value_parser = parse_mutation)]
+    #[arg(long = "only", value_parser = crate::run::parse_mutant)]
     only: Vec<Mutant>,
     /// Compare the zoo's table (each mutant's tier, killing rule, whether a canonical schedule
     /// kills it, the case that killed it first, the schedules it took, the rules that no mutant
@@ -784,12 +785,9 @@ fn shrink_failures(
             eprintln!("agentsim: {}: {error}", file.display());
             return Err(EXIT_BAD_INPUT);
         }
-        let replay = crate::replay::ReplaySpec {
-            mutant: implementation.mutant_name().map(str::to_string),
-            implementation: implementation.adapter_command(),
-            judging: summary.selection.flags(),
-            ..crate::replay::ReplaySpec::new(file.clone(), StrategyKind::Scripted, 0)
-        };
+        let replay = crate::run::Run::at(file.clone())
+            .on(implementation)
+            .judged_by(&summary.selection);
         println!(
             "shrunk {} ({}): {} -> {} [{} runs]",
             failure.scenario, shrunk.rule, shrunk.before, shrunk.after, shrunk.runs

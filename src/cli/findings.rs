@@ -30,7 +30,7 @@ pub(crate) fn level_json(counts: &BTreeMap<Level, (usize, usize)>) -> serde_json
 /// The features an implementation declared in `hello` (or did not declare unsupported) and
 /// fails: one line per feature with failing scenarios that use it.
 pub(crate) fn declared_and_failing(
-    reports: &[crate::suite::CaseReport],
+    reports: &[crate::run::CaseReport],
     hello: &crate::protocol::wire::Hello,
     corpus: &[crate::scenario::LoadedScenario],
 ) -> Vec<String> {
@@ -41,7 +41,7 @@ pub(crate) fn declared_and_failing(
         };
         let failed = matches!(
             report.verdict,
-            crate::suite::Verdict::Failed | crate::suite::Verdict::Broken(_)
+            crate::run::Verdict::Failed | crate::run::Verdict::Broken(_)
         );
         for feature in crate::scenario::features_used(&loaded.scenario) {
             if !hello.features.iter().any(|declared| declared == feature) {

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::run::{CaseReport, Verdict};
 use crate::sim::StrategyKind;
-use crate::suite::{CaseReport, Verdict};
 
 /// What the matrix says about the run itself.
 pub(super) struct Header {

@@ -8,10 +8,11 @@ mod bench;
 mod check_session;
 mod crash_test;
 mod explore;
-mod external;
 mod findings;
 mod matrix;
+mod pool;
 mod report;
+mod run;
 mod signals;
 
 use std::path::PathBuf;
@@ -20,11 +21,10 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::implementation::Implementation;
-use crate::net::NetOptions;
+use crate::run::{CaseReport, RunError, Verdict};
 use crate::scenario;
 use crate::sim::StrategyKind;
-use crate::suite::{self, CaseReport, Verdict, WorldKind};
+use crate::suite;
 use crate::zoo::Mutant;
 
 pub const EXIT_PASSED: u8 = 0;
@@ -62,7 +62,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
         /// Run a deliberately broken reference (a named mutation; see `runtime::mutation`).
-        #[arg(long, value_parser = parse_mutation)]
+        #[arg(long, value_parser = crate::run::parse_mutant)]
         mutant: Option<Mutant>,
         /// Run an implementation behind the adapter protocol (`sh -c CMD`; one process per
         /// scenario for protocol 1, reused across scenarios for protocol 2; docs/protocol.md)
@@ -89,7 +89,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         html_dir: Option<PathBuf>,
         #[command(flatten)]
-        judging: Judging,
+        judging: crate::run::Judging,
         /// With `--impl`: show the raw first divergence from the reference, timestamps and
         /// appended ids included (by default those values, which the seed leaves open, are set
         /// aside and the first divergence that matters is shown).
@@ -108,7 +108,7 @@ enum Command {
     /// Serve the reference Runtime as an adapter on stdin/stdout (the protocol of docs/protocol.md).
     Serve {
         /// Serve a deliberately broken reference.
-        #[arg(long, value_parser = parse_mutation)]
+        #[arg(long, value_parser = crate::run::parse_mutant)]
         mutant: Option<Mutant>,
         /// The protocol version `hello` says: 2 (one process for many runs) or 1 (the kit
         /// starts one process per run).
@@ -134,73 +134,16 @@ enum Command {
     },
     /// Print one scenario's trace, with violations marked at their lines.
     Replay {
-        file: PathBuf,
-        #[arg(long, default_value = "scripted", value_parser = parse_strategy)]
-        strategy: StrategyKind,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
+        #[command(flatten)]
+        run: crate::run::ReplayArgs,
         /// Print the trace as JSON instead of lines.
         #[arg(long)]
         json: bool,
-        #[arg(long, value_parser = parse_mutation)]
-        mutant: Option<Mutant>,
-        /// Replay on an implementation behind the adapter protocol.
-        #[arg(long = "impl", value_name = "CMD")]
-        implementation: Option<String>,
-        #[arg(long, value_name = "MS", default_value_t = 10_000)]
-        step_timeout_ms: u64,
-        /// Replay an explicit choice sequence (`0.2.1`), as exhaustive exploration prints it.
-        #[arg(long, value_parser = parse_choices)]
-        choices: Option<Choices>,
-        /// With `--impl`: the adapter process runs this scenario first (unjudged, same strategy
-        /// and seed), as `run --check-determinism` ran the case when its run depended on the
-        /// run before.
-        #[arg(long, value_name = "FILE")]
-        after: Option<PathBuf>,
-        /// With `--after`: the seed of that scenario's run (default: `--seed`), as an
-        /// exploration's replay names it.
-        #[arg(long, value_name = "N", requires = "after")]
-        after_seed: Option<u64>,
-        /// `net`: replay in the networked world with the faults drawn from `--seed`.
-        #[arg(long, value_enum, default_value_t = WorldKind::Sim)]
-        world: WorldKind,
-        /// Replay a scenario with a `net` block in the in-process scheduler, as `explore`
-        /// schedules it, instead of in the networked world (`run`'s and replay's default).
-        #[arg(long)]
-        in_process: bool,
-        /// Replay one crash point of `crash-test`: the networked world, the store host crashed
-        /// at this simulation step.
-        #[arg(long, value_name = "STEP")]
-        crash_at_step: Option<u64>,
-        /// With `--crash-at-step`: the store's sync policy.
-        #[arg(long, value_enum, default_value_t = crate::store::SyncPolicy::EveryAppend)]
-        sync: crate::store::SyncPolicy,
         /// Also write the case as one self-contained HTML page (timeline, session tree,
         /// violations; with `--impl`, the divergence from the reference).
         #[arg(long, value_name = "OUT.html")]
         html: Option<PathBuf>,
-        #[command(flatten)]
-        judging: Judging,
     },
-}
-
-/// A choice sequence: the index taken at each step of a run.
-#[derive(Debug, Clone)]
-struct Choices(Vec<usize>);
-
-fn parse_choices(text: &str) -> Result<Choices, String> {
-    text.split('.')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            part.parse()
-                .map_err(|_| format!("`{text}`: expected choice indexes like 0.2.1"))
-        })
-        .collect::<Result<Vec<usize>, String>>()
-        .map(Choices)
-}
-
-fn render_choices(choices: &[usize]) -> String {
-    choices.iter().map(ToString::to_string).collect::<Vec<_>>().join(".")
 }
 
 /// Why a given choice sequence does not describe the run it replayed: a choice out of range
@@ -224,28 +167,6 @@ fn choices_problem(given: &[usize], taken: &[(usize, usize)]) -> Option<String> 
     None
 }
 
-/// Which rules judge (`run`, `explore`).
-#[derive(clap::Args, Clone, Default)]
-pub struct Judging {
-    /// Judge only these rules: comma-separated rule IDs or areas (`POISON,PERSIST-6`).
-    #[arg(long, value_name = "AREA|ID,...", value_parser = crate::check::Selection::parse_rules)]
-    rules: Option<crate::check::Selection>,
-    /// Judge only the rules of this level (`must`: the commit contract; `should`: the course's
-    /// encodings). A scenario's own `expect` block is judged only when every rule is.
-    #[arg(long, value_parser = parse_level)]
-    level: Option<crate::check::Level>,
-}
-
-impl Judging {
-    pub fn selection(&self) -> crate::check::Selection {
-        self.rules.clone().unwrap_or_default().with_level(self.level)
-    }
-}
-
-fn parse_level(text: &str) -> Result<crate::check::Level, String> {
-    crate::check::Level::parse(text).ok_or_else(|| format!("`{text}`: expected must or should"))
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Human,
@@ -257,15 +178,6 @@ pub enum Format {
 
 fn parse_strategy(text: &str) -> Result<StrategyKind, String> {
     StrategyKind::parse(text)
-}
-
-fn parse_mutation(text: &str) -> Result<Mutant, String> {
-    Mutant::from_name(text).ok_or_else(|| {
-        format!(
-            "unknown mutant `{text}`: expected one of {}",
-            crate::zoo::names().join(", ")
-        )
-    })
 }
 
 /// Parses a command line (`args[0]` is the program name) without running it: `Err` holds
@@ -322,7 +234,7 @@ pub fn main() -> ExitCode {
             check_determinism,
             judging,
             raw_divergence,
-        } => external::run(external::RunArgs {
+        } => run::run(run::RunArgs {
             paths: default_paths(paths),
             strategy,
             seed,
@@ -337,41 +249,8 @@ pub fn main() -> ExitCode {
             selection: judging.selection(),
             raw_divergence,
         }),
-        Command::Serve { mutant, protocol } => external::serve(mutant, protocol),
-        Command::Replay {
-            file,
-            strategy,
-            seed,
-            json,
-            mutant,
-            implementation,
-            step_timeout_ms,
-            choices,
-            after,
-            after_seed,
-            world,
-            in_process,
-            crash_at_step,
-            sync,
-            html,
-            judging,
-        } => replay(
-            file,
-            ReplayOptions {
-                strategy,
-                seed,
-                json,
-                mutant,
-                implementation: implementation.map(|command| (command, Duration::from_millis(step_timeout_ms))),
-                choices,
-                after: after.map(|path| (path, after_seed.unwrap_or(seed))),
-                world,
-                in_process,
-                crash: crash_at_step.map(|step| (step, sync)),
-                html,
-                selection: judging.selection(),
-            },
-        ),
+        Command::Serve { mutant, protocol } => run::serve(mutant, protocol),
+        Command::Replay { run, json, html } => replay(run, json, html.as_deref()),
     };
     ExitCode::from(code)
 }
@@ -418,152 +297,37 @@ pub fn exit_code(reports: &[CaseReport]) -> u8 {
     code
 }
 
-struct ReplayOptions {
-    strategy: StrategyKind,
-    seed: u64,
-    json: bool,
-    mutant: Option<Mutant>,
-    implementation: Option<(String, Duration)>,
-    choices: Option<Choices>,
-    /// `--after FILE` and `--after-seed N`: another scenario the adapter process runs first,
-    /// under that seed.
-    after: Option<(PathBuf, u64)>,
-    world: WorldKind,
-    /// `--in-process`: a scenario with a `net` block in the in-process scheduler.
-    in_process: bool,
-    /// `--crash-at-step` and `--sync`.
-    crash: Option<(u64, crate::store::SyncPolicy)>,
-    /// `--html OUT.html`.
-    html: Option<PathBuf>,
-    /// `--rules`, `--level`.
-    selection: crate::check::Selection,
-}
-
-fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
-    let ReplayOptions {
-        strategy,
-        seed,
-        json,
-        mutant,
-        implementation,
-        choices,
-        after,
-        world,
-        in_process,
-        crash,
-        html,
-        selection,
-    } = options;
-    if file.is_dir() {
-        eprintln!(
-            "agentsim: {}: a folder: replay takes one scenario file (`agentsim run {}` runs them all)",
-            scenario::printable(&file.display().to_string()),
-            scenario::printable(&file.display().to_string())
-        );
-        return EXIT_BAD_INPUT;
-    }
-    let corpus = match suite::load_corpus(std::slice::from_ref(&file)) {
-        Ok(corpus) => corpus,
-        Err(error) => {
-            eprintln!("agentsim: {error}");
-            return EXIT_BAD_INPUT;
-        }
+/// `agentsim replay`: one run, its trace printed with the violations marked (or as JSON).
+fn replay(args: crate::run::ReplayArgs, json: bool, html: Option<&std::path::Path>) -> u8 {
+    let bad_input = |error: &dyn std::fmt::Display| {
+        eprintln!("agentsim: {error}");
+        EXIT_BAD_INPUT
     };
-    let Some(loaded) = corpus.first() else {
-        eprintln!("agentsim: {}: no scenario file", file.display());
-        return EXIT_BAD_INPUT;
+    let folder = |path: &std::path::Path| path.is_dir().then(|| scenario::printable(&path.display().to_string()));
+    if let Some(folder) = folder(&args.file) {
+        return bad_input(&RunError::ScenarioFolder(folder));
+    }
+    let loaded = match suite::load_corpus(std::slice::from_ref(&args.file)) {
+        Ok(mut corpus) => corpus.swap_remove(0),
+        Err(error) => return bad_input(&error),
     };
-    if in_process && (world == WorldKind::Net || crash.is_some()) {
-        eprintln!("agentsim: --in-process replays in the in-process scheduler; drop --world net and --crash-at-step");
-        return EXIT_BAD_INPUT;
-    }
-    // The in-process scheduler never reads the `net` block (its faults are the networked
-    // world's); without it the case runs where explore ran it, judged alike (the DURABLE
-    // rules judge a reopened store, which only the networked world has).
-    let in_process_copy;
-    let loaded = if in_process {
-        let mut copy = loaded.clone();
-        copy.scenario.net = None;
-        in_process_copy = copy;
-        &in_process_copy
-    } else {
-        loaded
+    let run = match args.into_run() {
+        Ok(run) => run,
+        Err(error) => return bad_input(&error),
     };
-    if world == WorldKind::Net && choices.is_some() {
-        eprintln!("agentsim: --world net replays by seed; drop --choices");
-        return EXIT_BAD_INPUT;
+    if let Some(folder) = run.after.as_ref().and_then(|(path, _)| folder(path)) {
+        return bad_input(&RunError::AfterFolder(folder));
     }
-    if crash.is_some() && (implementation.is_some() || choices.is_some() || world == WorldKind::Net) {
-        eprintln!(
-            "agentsim: --crash-at-step replays the in-process reference by seed; drop --impl, --choices and --world"
-        );
-        return EXIT_BAD_INPUT;
-    }
-    if implementation.is_some() && choices.is_some() {
-        eprintln!("agentsim: --choices replays the in-process reference only");
-        return EXIT_BAD_INPUT;
-    }
-    let before = match &after {
-        Some(_) if implementation.is_none() || world == WorldKind::Net || crash.is_some() => {
-            eprintln!("agentsim: --after runs another scenario first on an adapter process: it needs --impl, in the in-process scheduler");
-            return EXIT_BAD_INPUT;
-        }
-        Some((path, _)) if path.is_dir() => {
-            eprintln!(
-                "agentsim: {}: a folder: --after takes one scenario file",
-                scenario::printable(&path.display().to_string())
-            );
-            return EXIT_BAD_INPUT;
-        }
-        Some((path, before_seed)) => match suite::load_corpus(std::slice::from_ref(path)) {
-            Ok(mut before) => Some((before.swap_remove(0), *before_seed)),
-            Err(error) => {
-                eprintln!("agentsim: {error}");
-                return EXIT_BAD_INPUT;
-            }
-        },
-        None => None,
-    };
-    let chosen = match &implementation {
-        Some((command, step_timeout)) => Implementation::adapter(command.clone(), *step_timeout),
-        None => Implementation::reference(),
-    }
-    .with_mutant(mutant);
-    let case = if let Some((step, sync)) = crash {
-        crash_test::crash_case(loaded, sync, step, seed, &chosen)
-    } else if world == WorldKind::Net {
-        let options = NetOptions {
-            seed,
-            seeded_faults: true,
-            ..NetOptions::default()
-        };
-        suite::run_case_net(loaded, strategy, &options, &chosen, &mut chosen.subject())
-    } else if chosen.is_adapter() {
-        external::replay_case(
-            loaded,
-            strategy,
-            seed,
-            &chosen,
-            before.as_ref().map(|(before, before_seed)| (before, *before_seed)),
-        )
-    } else {
-        match &choices {
-            Some(Choices(choices)) => suite::run_case_on_choices(loaded, choices, &chosen, &mut chosen.subject()),
-            None => suite::run_case(loaded, strategy, seed, &chosen).against_reference(loaded),
-        }
-    };
-    let mut case = case;
-    case.restrict(&selection);
-    if let (Some(Choices(given)), Some(outcome)) = (&choices, &case.outcome) {
+    let case = run.execute(&loaded);
+    if let (Some(given), Some(outcome)) = (run.choices(), &case.outcome) {
         if let Some(problem) = choices_problem(given, &outcome.choices) {
-            eprintln!("agentsim: --choices {}: {problem}", render_choices(given));
+            eprintln!("agentsim: --choices {}: {problem}", crate::run::render_choices(given));
             return EXIT_BAD_INPUT;
         }
     }
-    if let Some(path) = &html {
-        if let Err(error) = crate::html::write_page(path, loaded, &case) {
-            eprintln!("agentsim: {}: {error}", path.display());
-            return EXIT_BAD_INPUT;
+    if let Some(path) = html {
+        if let Err(error) = crate::html::write_page(path, &loaded, &case) {
+            return bad_input(&format!("{}: {error}", path.display()));
         }
     }
     if json {
@@ -576,7 +340,8 @@ fn replay(file: PathBuf, options: ReplayOptions) -> u8 {
     } else {
         if let Some(net) = case.net {
             println!(
-                "networked world: kit seed {seed}, turmoil seed {:#018x}{}",
+                "networked world: kit seed {}, turmoil seed {:#018x}{}",
+                run.seed(),
                 net.turmoil_seed,
                 if net.seeded_faults {
                     ", faults from the seed"

@@ -7,8 +7,8 @@
 
 use serde_json::json;
 
+use crate::run::{CaseReport, Verdict};
 use crate::sim::StrategyKind;
-use crate::suite::{CaseReport, Verdict};
 use crate::trace::render_line;
 
 /// (passed, failed, not applicable); broken and bad cases count as failed.
@@ -298,9 +298,8 @@ pub(crate) fn json_judged(
     selection: &crate::check::Selection,
     hello: Option<&crate::protocol::wire::Hello>,
     corpus: &[crate::scenario::LoadedScenario],
-) -> String {
-    let text = json(reports, strategy, seed);
-    let mut value: serde_json::Value = serde_json::from_str(&text).expect("the report is JSON");
+) -> serde_json::Value {
+    let mut value = json_value(reports, strategy, seed);
     let findings: Vec<serde_json::Value> = tally(reports, &named_rules(corpus))
         .findings()
         .iter()
@@ -331,12 +330,18 @@ pub(crate) fn json_judged(
     if let Some(hello) = hello {
         value["declaredAndFailing"] = json!(super::findings::declared_and_failing(reports, hello, corpus));
     }
-    let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
+    value
+}
+
+/// `value` as every JSON report prints it.
+pub(crate) fn pretty(value: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("reports serialize");
     text.push('\n');
     text
 }
 
-pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String {
+/// Each case's result and the counts.
+fn json_value(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> serde_json::Value {
     let results: Vec<serde_json::Value> = reports
         .iter()
         .map(|report| {
@@ -355,7 +360,7 @@ pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String
             };
             let mut result = json!({
                 "name": report.name,
-                "path": report.path.display().to_string(),
+                "path": report.run.scenario.display().to_string(),
                 "status": report.status(),
                 // The first violation is the root cause; the rest came later in the trace.
                 "rootCause": report.violations.first().map(|violation| violation.rule.clone()),
@@ -379,17 +384,14 @@ pub fn json(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> String
         })
         .collect();
     let (passed, failed, not_applicable) = counts(reports);
-    let value = json!({
+    json!({
         "strategy": strategy.spelling(),
         "seed": seed,
         "passed": passed,
         "failed": failed,
         "notApplicable": not_applicable,
         "results": results,
-    });
-    let mut text = serde_json::to_string_pretty(&value).expect("reports serialize");
-    text.push('\n');
-    text
+    })
 }
 
 fn xml_escape(text: &str) -> String {

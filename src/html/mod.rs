@@ -31,9 +31,8 @@ use crate::check::Violation;
 use crate::explore::ExploreSummary;
 use crate::implementation::Implementation;
 use crate::protocol::diff::{self, Divergence};
+use crate::run::{CaseReport, Run, Verdict};
 use crate::scenario::{LoadedScenario, Scenario};
-use crate::sim::StrategyKind;
-use crate::suite::{self, CaseReport, Verdict};
 use crate::trace::{render_line, Trace};
 
 use lanes::{lane_of, spans, tick_kind, tracks_per_lane, LANES};
@@ -99,17 +98,19 @@ pub fn render_page(scenario: &Scenario, report: &CaseReport, reference: Option<&
     body.push_str(&format!(
         "<header><h1>{}</h1><p class=\"meta\"><span id=\"verdict\" class=\"verdict {verdict}\" data-verdict=\"{verdict}\">{verdict}</span> {} seed {}{}{} &middot; {} events &middot; {} violations</p>\n",
         escape(&report.name),
-        escape(&report.strategy.spelling()),
-        report.seed,
+        escape(&report.run.strategy().spelling()),
+        report.run.seed(),
         report
-            .mutant
-            .as_ref()
+            .run
+            .implementation
+            .mutant_name()
             .map(|mutant| format!(" &middot; mutant <code>{}</code>", escape(mutant)))
             .unwrap_or_default(),
         report
+            .run
             .implementation
-            .as_ref()
-            .map(|(command, _)| format!(" &middot; implementation <code>{}</code>", escape(command)))
+            .adapter_command()
+            .map(|(command, _)| format!(" &middot; implementation <code>{}</code>", escape(&command)))
             .unwrap_or_default(),
         trace.events.len(),
         report.violations.len(),
@@ -521,9 +522,15 @@ pub fn page_file_name(name: &str, suffix: &str) -> String {
 /// The reference's trace of the scenario under the same strategy and seed, for the
 /// divergence view of an `--impl` case.
 pub fn reference_trace(loaded: &LoadedScenario, report: &CaseReport) -> Option<Trace> {
-    report.implementation.as_ref()?;
-    let case = suite::run_case(loaded, report.strategy, report.seed, &Implementation::reference());
-    case.outcome.map(|outcome| outcome.trace)
+    if !report.run.implementation.is_adapter() {
+        return None;
+    }
+    let reference = Run {
+        implementation: Implementation::reference(),
+        after: None,
+        ..report.run.clone()
+    };
+    reference.execute(loaded).outcome.map(|outcome| outcome.trace)
 }
 
 /// Writes one case's page to `path`, whole or not at all.
@@ -563,7 +570,6 @@ pub fn write_explore_pages(
     dir: &Path,
     corpus: &[LoadedScenario],
     summary: &ExploreSummary,
-    strategy: StrategyKind,
     implementation: &Implementation,
 ) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
@@ -573,28 +579,13 @@ pub fn write_explore_pages(
         let Some(loaded) = corpus.iter().find(|loaded| loaded.name == failure.scenario) else {
             continue;
         };
-        let report = match (implementation.is_adapter(), &failure.choices) {
-            (true, _) => {
-                // An adapter replays by strategy and seed; the origin names the seed.
-                let Some(seed) = failure
-                    .origin
-                    .rsplit_once(" seed ")
-                    .and_then(|(_, seed)| seed.trim_end_matches(')').parse::<u64>().ok())
-                else {
-                    continue;
-                };
-                let mut report = suite::run_case(loaded, strategy, seed, implementation);
-                let reference = suite::run_case(loaded, strategy, seed, &Implementation::reference());
-                if let (Some(ours), Some(theirs)) = (&report.outcome, &reference.outcome) {
-                    report.set_divergence(diff::first_divergence(&theirs.trace, &ours.trace));
-                }
-                report
-            }
-            (false, Some(choices)) => {
-                suite::run_case_on_choices(loaded, choices, implementation, &mut implementation.subject())
-            }
-            (false, None) => continue,
+        // In process by the choice sequence the schedule took; an adapter by its strategy and
+        // seed, with the divergence from the reference.
+        let run = match (implementation.is_adapter(), &failure.choices) {
+            (false, Some(choices)) => failure.run.clone().choosing(choices.clone()),
+            _ => failure.run.clone(),
         };
+        let report = run.execute(loaded);
         let name = page_name(&report, &format!(".{}", number + 1));
         let path = dir.join(&name);
         write_page(&path, loaded, &report)?;

@@ -35,6 +35,7 @@ use agentsim::model::{
     AssistantBlock, AssistantMessage, ContextBudget, EntryBody, Message, SessionEntry, StopReason, ToolSpec, Usage,
     UserContent,
 };
+use agentsim::run::{Driver, Run, Verdict};
 use agentsim::runtime::{
     project, temporary_entries, temporary_id, Agent, AgentError, AgentOptions, AgentStep, Cause, Completion, Effect,
     EffectId, HookOutcome, HookPhase, Input, InputError, ProjectionError, Runtime, RuntimeConfig, RuntimeDeps,
@@ -43,7 +44,7 @@ use agentsim::runtime::{
 use agentsim::scenario::{LoadedScenario, Scenario, ToolScript};
 use agentsim::sim::reference::runtime_parts;
 use agentsim::sim::{Restored, StrategyKind, Subject, SubjectFailure};
-use agentsim::suite::{load_corpus, run_case, run_case_on, Verdict};
+use agentsim::suite::load_corpus;
 use agentsim::zoo::Mutant;
 
 /// One scenario file of the corpus, by its test name (`lab13/lab13-2-1-…`).
@@ -103,13 +104,10 @@ impl Subject for Probe<'_> {
 /// reference, and returns the probe's runtime at the end and the rendered trace.
 fn run_probe(loaded: &LoadedScenario, watch: &mut dyn FnMut(&mut Runtime, &[Effect])) -> (Runtime, String) {
     let mut probe = Probe { runtime: None, watch };
-    let report = run_case_on(
-        loaded,
-        StrategyKind::Scripted,
-        0,
-        &Implementation::reference(),
-        &mut probe,
-    );
+    let report = Run::of(loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute_with(loaded, Driver::borrowing(&mut probe));
     assert_eq!(report.verdict, Verdict::Passed, "{:?}", report.violations);
     let trace = report.outcome.expect("a trace").trace.render();
     (probe.runtime.expect("restored"), trace)
@@ -351,10 +349,16 @@ fn lab13_2_project_refuses_a_persisted_count_past_the_transcript() {
 #[test]
 fn lab13_fault_injection_poison_not_stored_is_caught() {
     let loaded = scenario("lab13/lab13-3-2b-queued-prompt-shares-the-poison");
-    let reference = run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
+    let reference = Run::of(&loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(&loaded);
     assert_eq!(reference.verdict, Verdict::Passed, "{:?}", reference.violations);
     let mutant = Mutant::from_name("poison-not-stored").expect("the chapter's fault injection is in the zoo");
-    let report = run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
+    let report = Run::of(&loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::mutant(mutant))
+        .execute(&loaded);
     assert_eq!(report.verdict, Verdict::Failed);
     assert!(
         report.violations.iter().any(|violation| violation.rule == "POISON-3"),
@@ -408,7 +412,10 @@ fn a_driver_mistake_is_refused_and_changes_nothing() {
     );
     assert_eq!(refused[0], InputError::UnknownEffect(EffectId(999)));
     // The run went on as if nothing had been tried: the reference's own trace, the same store.
-    let reference = run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
+    let reference = Run::of(&loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(&loaded);
     assert_eq!(trace, reference.outcome.expect("a trace").trace.render());
     assert_eq!(runtime.leaf(), Some("entry-4"));
     assert_eq!(

@@ -16,9 +16,10 @@ use std::path::Path;
 use agentsim::check::{check_all, RULE_IDS};
 use agentsim::implementation::Implementation;
 use agentsim::model::SessionEntry;
+use agentsim::run::{CaseReport, Run};
 use agentsim::scenario::LoadedScenario;
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{load_corpus, run_case, CaseReport};
+use agentsim::suite::load_corpus;
 use agentsim::trace::{Event, Trace};
 use agentsim::zoo::Mutant;
 
@@ -1028,7 +1029,10 @@ fn scenario<'c>(corpus: &'c [LoadedScenario], name: &str) -> &'c LoadedScenario 
 
 /// The canonical run of `loaded` on `subject`.
 fn canonical(loaded: &LoadedScenario, implementation: &Implementation) -> CaseReport {
-    run_case(loaded, StrategyKind::Scripted, 0, implementation)
+    Run::of(loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(implementation)
+        .execute(loaded)
 }
 
 /// What a bite's bad trace breaks: (rule, clause) of every violation of a catalogue rule.
@@ -1183,7 +1187,10 @@ fn every_situation_detector_fires_on_some_trace() {
             (StrategyKind::Pct { depth: 3 }, 40),
         ] {
             for seed in 0..seeds {
-                let case = run_case(loaded, strategy, seed, &Implementation::reference());
+                let case = Run::of(loaded)
+                    .seeded(strategy, seed)
+                    .on(&Implementation::reference())
+                    .execute(loaded);
                 let Some(outcome) = case.outcome else { continue };
                 let stored = outcome.stored(&loaded.scenario);
                 let timeline = Timeline::new(&loaded.scenario, &outcome.trace, &stored);

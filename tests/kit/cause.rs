@@ -8,8 +8,9 @@
 use std::path::Path;
 
 use agentsim::implementation::Implementation;
+use agentsim::run::{Run, Verdict};
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{load_corpus, run_case, Verdict};
+use agentsim::suite::load_corpus;
 use agentsim::zoo::Mutant;
 
 #[test]
@@ -24,7 +25,10 @@ fn a_queue_released_too_early_is_reported_as_queue_1_first() {
             (StrategyKind::Random, 3),
             (StrategyKind::Pct { depth: 3 }, 5),
         ] {
-            let case = run_case(loaded, strategy, seed, &Implementation::mutant(mutant));
+            let case = Run::of(loaded)
+                .seeded(strategy, seed)
+                .on(&Implementation::mutant(mutant))
+                .execute(loaded);
             if case.verdict != Verdict::Failed {
                 continue;
             }

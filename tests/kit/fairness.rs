@@ -10,8 +10,9 @@ use std::path::Path;
 
 use agentsim::implementation::Implementation;
 use agentsim::protocol::diff::{first_divergence, first_raw_divergence};
+use agentsim::run::{CaseReport, Run, Verdict};
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{load_corpus, run_case, CaseReport, Verdict};
+use agentsim::suite::load_corpus;
 
 fn corpus() -> Vec<agentsim::scenario::LoadedScenario> {
     load_corpus(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")]).expect("the corpus loads")
@@ -21,8 +22,8 @@ fn describe(report: &CaseReport) -> String {
     let mut text = format!(
         "{} ({} seed {}): {:?}\n",
         report.name,
-        report.strategy.spelling(),
-        report.seed,
+        report.run.strategy().spelling(),
+        report.run.seed(),
         report.verdict
     );
     for violation in &report.violations {
@@ -46,7 +47,10 @@ fn a_different_but_correct_implementation_passes_every_scenario() {
     for loaded in corpus() {
         for (strategy, seeds) in strategies.clone() {
             for seed in seeds {
-                let report = run_case(&loaded, strategy, seed, &Implementation::conforming_variant());
+                let report = Run::of(&loaded)
+                    .seeded(strategy, seed)
+                    .on(&Implementation::conforming_variant())
+                    .execute(&loaded);
                 match report.verdict {
                     Verdict::Passed => judged += 1,
                     _ => failures.push_str(&describe(&report)),
@@ -92,12 +96,18 @@ fn a_serial_event_bus_per_observer_passes_under_exploration() {
         ] {
             for seed in seeds {
                 let implementation = Implementation::conforming_variant_with_serial_observers();
-                let report = run_case(&loaded, strategy, seed, &implementation);
+                let report = Run::of(&loaded)
+                    .seeded(strategy, seed)
+                    .on(&implementation)
+                    .execute(&loaded);
                 match report.verdict {
                     Verdict::Passed => judged += 1,
                     _ => failures.push_str(&describe(&report)),
                 }
-                let reference = run_case(&loaded, strategy, seed, &Implementation::reference());
+                let reference = Run::of(&loaded)
+                    .seeded(strategy, seed)
+                    .on(&Implementation::reference())
+                    .execute(&loaded);
                 if let (Some(serial), Some(reference)) = (&report.outcome, &reference.outcome) {
                     held_back += usize::from(first_divergence(&reference.trace, &serial.trace).is_some());
                 }
@@ -128,7 +138,10 @@ fn a_runtime_that_words_its_errors_otherwise_fails_only_the_should_rule_on_wordi
     let mut other = String::new();
     let mut failing = Vec::new();
     for loaded in corpus() {
-        let report = run_case(&loaded, StrategyKind::Scripted, 0, &implementation);
+        let report = Run::of(&loaded)
+            .seeded(StrategyKind::Scripted, 0)
+            .on(&implementation)
+            .execute(&loaded);
         match report.verdict {
             Verdict::Passed => {}
             Verdict::Failed => {
@@ -173,8 +186,14 @@ fn a_different_but_correct_implementation_has_no_divergence_that_matters() {
             (StrategyKind::Random, 7),
             (StrategyKind::Pct { depth: 3 }, 3),
         ] {
-            let reference = run_case(&loaded, strategy, seed, &Implementation::reference());
-            let variant = run_case(&loaded, strategy, seed, &Implementation::conforming_variant());
+            let reference = Run::of(&loaded)
+                .seeded(strategy, seed)
+                .on(&Implementation::reference())
+                .execute(&loaded);
+            let variant = Run::of(&loaded)
+                .seeded(strategy, seed)
+                .on(&Implementation::conforming_variant())
+                .execute(&loaded);
             let (Some(reference), Some(variant)) = (&reference.outcome, &variant.outcome) else {
                 continue;
             };

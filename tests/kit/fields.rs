@@ -12,9 +12,10 @@ use std::path::Path;
 use agentsim::check::RULE_IDS;
 use agentsim::implementation::Implementation;
 use agentsim::protocol::fields::{field_paths, present, Perturbed, Recorded, NOT_SENT, UNJUDGED};
+use agentsim::run::{Driver, Run, Verdict};
 use agentsim::scenario::LoadedScenario;
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{load_corpus, run_case_on, Verdict};
+use agentsim::suite::load_corpus;
 
 fn corpus() -> Vec<LoadedScenario> {
     load_corpus(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")]).expect("the corpus loads")
@@ -26,7 +27,10 @@ fn senders(corpus: &[LoadedScenario], paths: &[String]) -> Vec<Vec<usize>> {
     let mut senders = vec![Vec::new(); paths.len()];
     for (index, loaded) in corpus.iter().enumerate() {
         let mut subject = Recorded::new(reference.subject());
-        run_case_on(loaded, StrategyKind::Scripted, 0, &reference, &mut subject);
+        Run::of(loaded)
+            .seeded(StrategyKind::Scripted, 0)
+            .on(&reference)
+            .execute_with(loaded, Driver::borrowing(&mut subject));
         let mut sent = vec![false; paths.len()];
         for line in &subject.lines {
             for field in present(line, paths) {
@@ -49,7 +53,10 @@ fn judged_by(corpus: &[LoadedScenario], senders: &[usize], path: &str) -> Option
     for &index in senders {
         let loaded = &corpus[index];
         let mut subject = Perturbed::new(reference.subject(), path);
-        let case = run_case_on(loaded, StrategyKind::Scripted, 0, &reference, &mut subject);
+        let case = Run::of(loaded)
+            .seeded(StrategyKind::Scripted, 0)
+            .on(&reference)
+            .execute_with(loaded, Driver::borrowing(&mut subject));
         assert!(
             subject.changed > 0,
             "{path} is sent in {} but was not changed",
@@ -191,7 +198,10 @@ fn each_field_clause_bites_by_its_rule() {
             .find(|loaded| loaded.name == name)
             .unwrap_or_else(|| panic!("no scenario {name}"));
         let mut subject = Perturbed::new(reference.subject(), path);
-        let case = run_case_on(loaded, StrategyKind::Scripted, 0, &reference, &mut subject);
+        let case = Run::of(loaded)
+            .seeded(StrategyKind::Scripted, 0)
+            .on(&reference)
+            .execute_with(loaded, Driver::borrowing(&mut subject));
         assert!(subject.changed > 0, "{name} sends no {path}");
         assert!(
             case.violations.iter().any(|violation| violation.rule == rule),

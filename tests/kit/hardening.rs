@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use agentsim::check;
 use agentsim::implementation::Implementation;
+use agentsim::run::{CaseReport, Run, Verdict};
 use agentsim::scenario::{self, LoadedScenario};
 use agentsim::sim::StrategyKind;
 use agentsim::store::{check_session, parse_session, FindingCode, Limits};
-use agentsim::suite::{self, Verdict};
 
 use crate::binary::{assert_all_gone, read_pids, root, Outcome};
 
@@ -759,7 +759,7 @@ fn assert_located(error: &scenario::ScenarioError, file: &Path, bytes: &[u8], wh
 /// with nothing against it, failed by named violations at lines of its trace, or a bad scenario
 /// located like a load error. Never broken, never not applicable: the in-process reference
 /// cannot crash, hang or refuse a scenario.
-fn assert_judged(report: &suite::CaseReport, file: &Path, bytes: &[u8], what: &str) {
+fn assert_judged(report: &CaseReport, file: &Path, bytes: &[u8], what: &str) {
     let trace_lines = report.outcome.as_ref().map(|outcome| outcome.trace.events.len());
     match &report.verdict {
         Verdict::Passed => {
@@ -869,7 +869,10 @@ fn fuzz_mutated_inputs_end_in_a_verdict_or_a_located_error() {
         match scenario::load(&file, "fuzz", &known) {
             Ok(loaded) => {
                 let loaded: LoadedScenario = loaded;
-                let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
+                let report = Run::of(&loaded)
+                    .seeded(StrategyKind::Scripted, 0)
+                    .on(&Implementation::reference())
+                    .execute(&loaded);
                 let code = agentsim::cli::exit_code(std::slice::from_ref(&report));
                 *verdicts.entry(code).or_default() += 1;
                 assert_judged(&report, &file, &bytes, &what);

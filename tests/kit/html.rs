@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use agentsim::html::{lanes::LANES, render_page};
 use agentsim::implementation::Implementation;
+use agentsim::run::{CaseReport, Run, Verdict};
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{self, CaseReport, Verdict};
+use agentsim::suite::{self};
 use agentsim::zoo::Mutant;
 
 const WALKTHROUGH: &str = "scenarios/wiring/walkthrough.json";
@@ -254,7 +255,10 @@ fn assert_script_ran(dom: &str) {
 fn mutant_case() -> (agentsim::scenario::LoadedScenario, CaseReport) {
     let loaded = load(POISON);
     let mutant = Mutant::from_name("poison-not-stored").expect("a mutant of the zoo");
-    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
+    let report = Run::of(&loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::mutant(mutant))
+        .execute(&loaded);
     assert_eq!(report.verdict, Verdict::Failed, "the mutant fails the poison scenario");
     (loaded, report)
 }
@@ -263,7 +267,10 @@ fn mutant_case() -> (agentsim::scenario::LoadedScenario, CaseReport) {
 fn html_walkthrough_page_shows_five_lanes_every_event_and_the_tree_in_chromium() {
     let dir = scratch("walkthrough");
     let loaded = load(WALKTHROUGH);
-    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
+    let report = Run::of(&loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(&loaded);
     assert_eq!(report.verdict, Verdict::Passed);
     let events = report.outcome.as_ref().expect("a trace").trace.events.len();
     let page = dir.join("walkthrough.html");
@@ -473,7 +480,10 @@ fn html_page_marks_the_root_cause_and_its_badges_cover_nothing_in_chromium() {
     let dir = scratch("root-cause");
     let loaded = load("scenarios/lab13/lab13-2-3b-tools-and-signal-across-two-runs.json");
     let mutant = Mutant::from_name("settled-after-next-run-starts").expect("a mutant of the zoo");
-    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
+    let report = Run::of(&loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::mutant(mutant))
+        .execute(&loaded);
     assert!(report.violations.len() >= 5, "a busy case: {:?}", report.violations);
     let root = report.violations[0].rule.clone();
     assert_eq!(root, "QUEUE-1", "the queue released too early is the root cause");
@@ -808,7 +818,10 @@ fn html_page_data_holding_markup_is_json_and_the_script_runs_in_chromium() {
     let file = dir.join("markup.json");
     std::fs::write(&file, serde_json::to_string_pretty(&scenario).expect("serializes")).expect("written");
     let loaded = suite::load_corpus(&[file]).expect("the scenario loads").remove(0);
-    let report = suite::run_case(&loaded, StrategyKind::Scripted, 0, &Implementation::reference());
+    let report = Run::of(&loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(&loaded);
     assert_eq!(report.verdict, Verdict::Passed, "{:?}", report.violations);
     let trace = &report.outcome.as_ref().expect("a trace").trace;
     let page = dir.join("markup.html");

@@ -10,9 +10,10 @@ use std::path::Path;
 use agentsim::check::RULE_IDS;
 use agentsim::explore::hunt_mutant;
 use agentsim::implementation::Implementation;
+use agentsim::run::{Run, Verdict};
 use agentsim::scenario;
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{load_corpus, run_case, Verdict};
+use agentsim::suite::load_corpus;
 use agentsim::zoo::Mutant;
 
 #[test]
@@ -36,7 +37,10 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             .iter()
             .find(|loaded| loaded.name == kill.scenario)
             .expect("the killing scenario");
-        let case = run_case(loaded, kill.strategy, kill.seed, &Implementation::mutant(mutant));
+        let case = Run::of(loaded)
+            .seeded(kill.strategy, kill.seed)
+            .on(&Implementation::mutant(mutant))
+            .execute(loaded);
         let choices: Vec<usize> = case
             .outcome
             .expect("the killing run ran")
@@ -72,7 +76,10 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             "{}: no pinned schedule",
             mutant.name()
         );
-        let replayed = run_case(&pinned, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
+        let replayed = Run::of(&pinned)
+            .seeded(StrategyKind::Scripted, 0)
+            .on(&Implementation::mutant(mutant))
+            .execute(&pinned);
         assert!(
             replayed.violations.iter().any(|violation| violation.rule == kill.rule),
             "{}: the shrunk scenario does not fail {} under a plain run: {:?}",
@@ -80,7 +87,10 @@ fn interleaving_mutants_survive_canonical_schedules_fall_to_exploration_and_shri
             kill.rule,
             replayed.violations
         );
-        let reference = run_case(&pinned, StrategyKind::Scripted, 0, &Implementation::reference());
+        let reference = Run::of(&pinned)
+            .seeded(StrategyKind::Scripted, 0)
+            .on(&Implementation::reference())
+            .execute(&pinned);
         assert_eq!(
             reference.verdict,
             Verdict::Passed,
@@ -132,7 +142,10 @@ fn every_rule_holds_whatever_the_observers_latency() {
             .chain((0..8).map(|seed| (StrategyKind::Random, seed)))
             .chain((0..8).map(|seed| (StrategyKind::Pct { depth: 3 }, seed)));
         for (strategy, seed) in strategies {
-            let report = run_case(&observed, strategy, seed, &Implementation::reference());
+            let report = Run::of(&observed)
+                .seeded(strategy, seed)
+                .on(&Implementation::reference())
+                .execute(&observed);
             assert!(
                 matches!(report.verdict, Verdict::Passed),
                 "{} with observers under {} seed {seed}: {:?} {:?}",
@@ -158,11 +171,9 @@ fn the_regression_shrunk_from_pi_passes_on_the_reference() {
     let loaded = &corpus[0];
     assert_eq!(loaded.scenario.rules, vec!["POISON-2".to_string()]);
     assert!(loaded.scenario.schedule.is_some(), "its schedule is pinned");
-    let case = agentsim::suite::run_case(
-        loaded,
-        agentsim::sim::StrategyKind::Scripted,
-        0,
-        &Implementation::reference(),
-    );
+    let case = Run::of(loaded)
+        .seeded(agentsim::sim::StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(loaded);
     assert_eq!(case.verdict, Verdict::Passed, "{:?}", case.violations);
 }

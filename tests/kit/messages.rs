@@ -13,8 +13,9 @@ use std::path::Path;
 
 use agentsim::findings::shape;
 use agentsim::implementation::Implementation;
+use agentsim::run::{CaseReport, Run, Verdict};
 use agentsim::sim::StrategyKind;
-use agentsim::suite::{load_corpus, run_case, CaseReport, Verdict};
+use agentsim::suite::load_corpus;
 use agentsim::zoo::Mutant;
 
 /// What no message may say, with why.
@@ -78,7 +79,10 @@ fn cases() -> Vec<CaseReport> {
     let mut cases = Vec::new();
     for mutant in Mutant::all() {
         for loaded in &corpus {
-            let case = run_case(loaded, StrategyKind::Scripted, 0, &Implementation::mutant(mutant));
+            let case = Run::of(loaded)
+                .seeded(StrategyKind::Scripted, 0)
+                .on(&Implementation::mutant(mutant))
+                .execute(loaded);
             if case.verdict == Verdict::Failed {
                 cases.push(case);
             }

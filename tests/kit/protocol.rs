@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use agentsim::implementation::Implementation;
 use agentsim::protocol::{AdapterFailure, ExternalSubject, SharedExternal};
+use agentsim::run::{Driver, Run, World};
 use agentsim::sim::{BoxedSubject, StrategyKind, Subject};
 use agentsim::suite;
 
@@ -44,8 +45,14 @@ fn serve_traces_equal_in_process_traces_for_every_scenario() {
     let mut external: BoxedSubject = Box::new(shared.clone());
     for loaded in &corpus {
         for (strategy, seed) in strategies {
-            let in_process = suite::run_case(loaded, strategy, seed, &Implementation::reference());
-            let over_wire = suite::run_case_owned(loaded, strategy, seed, &over_wire_impl, &mut external);
+            let in_process = Run::of(loaded)
+                .seeded(strategy, seed)
+                .on(&Implementation::reference())
+                .execute(loaded);
+            let over_wire = Run::of(loaded)
+                .seeded(strategy, seed)
+                .on(&over_wire_impl)
+                .execute_with(loaded, Driver::on(&mut external));
             let what = format!("{} under {} seed {seed}", loaded.name, strategy.spelling());
             let (Some(expected), Some(actual)) = (&in_process.outcome, &over_wire.outcome) else {
                 panic!("{what}: no trace: {:?} / {:?}", in_process.verdict, over_wire.verdict);
@@ -398,21 +405,10 @@ fn network_faults_reach_an_adapter_with_the_in_process_traces() {
         assert!(loaded.scenario.net.is_some(), "{}", loaded.name);
         // The scenario's own faults, then faults drawn from the seed.
         for (seed, seeded_faults) in [(0, false), (1, true), (2, true), (3, true), (11, true)] {
-            let options = agentsim::net::NetOptions {
-                seed,
-                seeded_faults,
-                ..agentsim::net::NetOptions::default()
-            };
-            let reference = Implementation::reference();
-            let in_process = suite::run_case_net(
-                loaded,
-                StrategyKind::Scripted,
-                &options,
-                &reference,
-                &mut reference.subject(),
-            );
-            let over_wire =
-                suite::run_case_net(loaded, StrategyKind::Scripted, &options, &over_wire_impl, &mut external);
+            let world = if seeded_faults { World::NetSeeded } else { World::Own };
+            let run = Run::of(loaded).seeded(StrategyKind::Scripted, seed).in_world(world);
+            let in_process = run.execute(loaded);
+            let over_wire = run.on(&over_wire_impl).execute_with(loaded, Driver::on(&mut external));
             let what = format!("{} seed {seed} seeded faults {seeded_faults}", loaded.name);
             let (Some(expected), Some(actual)) = (&in_process.outcome, &over_wire.outcome) else {
                 panic!("{what}: no trace: {:?} / {:?}", in_process.verdict, over_wire.verdict);

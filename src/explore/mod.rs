@@ -12,22 +12,27 @@
 //! The scenario's own expectations describe the canonical schedule only; here the rules alone
 //! judge (outcomes that depend on the schedule are invariants, not one exact trace).
 //!
-//! One file, one concept: running many schedules of a corpus and tallying them (per-scenario
-//! workers, the ways a schedule is chosen, the summary they fill, coverage counts included);
-//! shrinking lives in `shrink.rs`, the zoo's hunt in `cli/explore.rs`.
+//! Here: the workers over the corpus and the summary they fill, coverage counts included; one
+//! schedule run and recorded, and the exhaustive enumeration, in `schedule.rs`; the hunt of one
+//! mutant of the zoo in `hunt.rs`. Shrinking lives in `shrink.rs`.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::check::{self, Violation};
 use crate::implementation::Implementation;
-use crate::replay::{ReplaySpec, ReplayWorld};
+use crate::run::{Driver, Run, Verdict};
 use crate::scenario::LoadedScenario;
-use crate::sim::guided::{CorpusSearch, GuidedRun};
-use crate::sim::reduction::{EnumeratedRun, Enumerator, Probe};
-use crate::sim::{make_strategy, simulate_with, Replay, RunOutcome, StrategyKind, SubjectFailure};
+use crate::sim::guided::CorpusSearch;
+use crate::sim::{RunOutcome, StrategyKind, SubjectFailure};
+
+mod hunt;
+mod schedule;
+
+pub use hunt::{hunt_mutant, Hunt, Kill};
+pub use schedule::estimate_space;
+use schedule::{enumerate, run_net_one, run_one, Schedule};
 
 /// Which schedules to run.
 #[derive(Debug, Clone)]
@@ -39,7 +44,7 @@ pub struct ExploreConfig {
     pub time_limit: Option<Duration>,
     pub check_determinism: bool,
     /// `Net`: every seed runs in the networked world, with faults drawn from it.
-    pub world: crate::suite::WorldKind,
+    pub world: crate::run::WorldKind,
     /// Count, per rule situation (`check::situations`), the traces that reach it.
     pub coverage: bool,
     /// The rules that judge (`--rules`, `--level`).
@@ -52,7 +57,8 @@ pub struct ExploreConfig {
 #[derive(Debug, Clone)]
 pub struct ExploreFailure {
     pub scenario: String,
-    pub replay: String,
+    /// The run that replays it.
+    pub run: Run,
     pub violations: Vec<Violation>,
     pub broken: Option<SubjectFailure>,
     /// The choice sequence the failing run took (in-process schedules), for shrinking.
@@ -62,6 +68,11 @@ pub struct ExploreFailure {
 }
 
 impl ExploreFailure {
+    /// The one command that replays it.
+    pub fn replay(&self) -> String {
+        self.run.command()
+    }
+
     /// `scenario (strategy seed N)` when the run's origin is known, else the scenario.
     pub fn origin_or_scenario(&self) -> &str {
         if self.origin.is_empty() {
@@ -259,7 +270,7 @@ pub fn explore(
                                 if timed_out() {
                                     break;
                                 }
-                                if config.world == crate::suite::WorldKind::Net {
+                                if config.world == crate::run::WorldKind::Net {
                                     run_net_one(loaded, seed, config.check_determinism, implementation, &mut summary);
                                     progress(done.fetch_add(1, Ordering::Relaxed) + 1, planned);
                                     continue;
@@ -273,8 +284,8 @@ pub fn explore(
                                 let ran = run_one(
                                     loaded,
                                     strategy,
-                                    seed,
                                     Schedule::Seed {
+                                        seed,
                                         after: before.map(|before| (&corpus[before.scenario], before.seed)),
                                     },
                                     config.check_determinism,
@@ -335,18 +346,16 @@ fn follow_the_scenario_before(
             return Some(last);
         }
         let mut subject = implementation.subject();
-        let warm_up = simulate_with(
-            &corpus[other].scenario,
-            subject.as_mut(),
-            make_strategy(strategy, last_seed).as_mut(),
-            false,
-        );
+        let warm_up = Run::of(&corpus[other])
+            .seeded(strategy, last_seed)
+            .on(implementation)
+            .execute_with(&corpus[other], Driver::on(&mut subject));
         drop(subject);
-        return match warm_up {
+        return match warm_up.verdict {
             // Declined by its `hello`: nothing ran; the one before it, then.
-            Err(SubjectFailure::Unsupported { .. }) => continue,
-            Err(_) => None,
-            Ok(_) => implementation.pooled_pid().map(|pid| LastSchedule {
+            Verdict::NotApplicable { .. } => continue,
+            Verdict::Broken(_) => None,
+            _ => implementation.pooled_pid().map(|pid| LastSchedule {
                 scenario: other,
                 seed: last_seed,
                 pid,
@@ -394,10 +403,10 @@ fn explore_guided(
         run_one(
             &corpus[index],
             StrategyKind::Guided,
-            schedule,
             Schedule::Guided {
                 search: &mut search,
                 index,
+                number: schedule,
                 run: Box::new(run),
             },
             config.check_determinism,
@@ -446,85 +455,6 @@ fn merged(
     total
 }
 
-/// One seed in the networked world: the scenario's faults plus those drawn from the seed.
-fn run_net_one(
-    loaded: &LoadedScenario,
-    seed: u64,
-    check_determinism: bool,
-    implementation: &Implementation,
-    summary: &mut ExploreSummary,
-) {
-    let mut subject = implementation.subject();
-    let options = crate::net::NetOptions {
-        seed,
-        seeded_faults: true,
-        ..crate::net::NetOptions::default()
-    };
-    let judging = summary.selection.flags();
-    let replay = || {
-        ReplaySpec {
-            world: crate::replay::ReplayWorld::NetSeeded,
-            mutant: implementation.mutant_name().map(str::to_string),
-            implementation: implementation.adapter_command(),
-            judging,
-            ..ReplaySpec::new(loaded.path.clone(), StrategyKind::Random, seed)
-        }
-        .command()
-    };
-    let mut run_world = |options: &crate::net::NetOptions| crate::net::run_net(&loaded.scenario, options, &mut subject);
-    let outcome = match run_world(&options) {
-        Ok(crate::net::NetRun {
-            failure: Some(SubjectFailure::Unsupported { operation, reason }),
-            ..
-        }) => {
-            // Not applicable to this implementation: nothing to judge, but counted.
-            summary.not_applicable(loaded, &operation, &reason);
-            return;
-        }
-        Ok(crate::net::NetRun {
-            failure: Some(failure), ..
-        }) => {
-            summary.record(loaded, replay, Vec::new(), Some(failure), None);
-            return;
-        }
-        Ok(run) => run.outcome,
-        Err(error) => {
-            let broken = SubjectFailure::Protocol {
-                message: error.to_string(),
-            };
-            summary.record(loaded, replay, Vec::new(), Some(broken), None);
-            return;
-        }
-    };
-    let stored = outcome.stored(&loaded.scenario);
-    let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &stored);
-    let mut violations = check::check_timeline(&timeline);
-    if summary.coverage.is_some() {
-        summary.count_reached(&check::Reached::of(&timeline));
-    }
-    if check_determinism {
-        let same = run_world(&options)
-            .is_ok_and(|again| again.failure.is_none() && again.outcome.trace.render() == outcome.trace.render());
-        if !same {
-            violations.push(nondeterministic(
-                "the same seed, run again in the networked world, gave a different trace",
-            ));
-        }
-    }
-    summary.record(loaded, replay, violations, None, Some(&outcome));
-}
-
-/// The violation a run that did not repeat its trace gets.
-fn nondeterministic(message: &str) -> Violation {
-    Violation {
-        rule: "determinism".into(),
-        clause: None,
-        lines: Vec::new(),
-        message: message.into(),
-        evident_at: None,
-    }
-}
-
 /// Zeroed counts for every situation, then every interleaving pair.
 fn coverage_counts() -> Vec<u64> {
     vec![0; check::situations::situations().len() + check::pairs::PAIRS]
@@ -546,11 +476,11 @@ impl ExploreSummary {
 
     /// Counts a schedule that could not run: the implementation declared `operation`, which the
     /// scenario uses, unsupported.
-    fn not_applicable(&mut self, loaded: &LoadedScenario, operation: &str, reason: &str) {
+    fn not_applicable(&mut self, loaded: &LoadedScenario, reason: &str) {
         self.not_applicable += 1;
         self.not_applicable_scenarios
             .entry(loaded.name.clone())
-            .or_insert_with(|| format!("`{operation}` is unsupported: {reason}"));
+            .or_insert_with(|| reason.to_string());
     }
 
     /// Counts one schedule: passed when the selected rules found nothing, else a failure with
@@ -559,7 +489,7 @@ impl ExploreSummary {
     fn record(
         &mut self,
         loaded: &LoadedScenario,
-        replay: impl FnOnce() -> String,
+        replay: impl FnOnce() -> Run,
         mut violations: Vec<Violation>,
         broken: Option<SubjectFailure>,
         outcome: Option<&RunOutcome>,
@@ -580,7 +510,8 @@ impl ExploreSummary {
         if let Some(counter) = &self.failure_counter {
             counter.fetch_add(1, Ordering::Relaxed);
         }
-        let replay = replay();
+        let run = replay();
+        let replay = run.command();
         self.failed += 1;
         self.tally.add(&loaded.name, &violations, None);
         if let Some(broken) = &broken {
@@ -599,7 +530,7 @@ impl ExploreSummary {
         }
         self.failures.push(ExploreFailure {
             scenario: loaded.name.clone(),
-            replay,
+            run,
             violations,
             broken,
             choices: None,
@@ -607,388 +538,6 @@ impl ExploreSummary {
         });
         self.failures.last_mut()
     }
-}
-
-/// Where one schedule's choices come from.
-enum Schedule<'s> {
-    /// `strategy` from `seed` (random, pct); `after`: the schedule (scenario and seed) its
-    /// first run follows on the adapter's process, when the kit fixed it.
-    Seed { after: Option<(&'s LoadedScenario, u64)> },
-    /// The next run of an exhaustive enumeration.
-    Enumerated(&'s mut EnumeratedRun),
-    /// A guided search's schedule `run` of scenario `index`; the search gets its coverage back.
-    Guided {
-        search: &'s mut CorpusSearch,
-        index: usize,
-        run: Box<GuidedRun>,
-    },
-}
-
-/// One schedule: `seed` for random/pct, a fixed choice sequence, or a guided search's next.
-fn run_one(
-    loaded: &LoadedScenario,
-    strategy: StrategyKind,
-    seed: u64,
-    schedule: Schedule<'_>,
-    check_determinism: bool,
-    implementation: &Implementation,
-    summary: &mut ExploreSummary,
-) -> Option<RunOutcome> {
-    let prefix = match &schedule {
-        Schedule::Enumerated(run) => Some(run.prefix()),
-        _ => None,
-    };
-    let choices = prefix.as_deref();
-    let by_choices = !matches!(schedule, Schedule::Seed { .. });
-    let after = match schedule {
-        Schedule::Seed { after } => after,
-        _ => None,
-    };
-    let judging = summary.selection.flags();
-    let spec = |choices: Option<&[usize]>, after: Option<(std::path::PathBuf, u64)>| -> String {
-        ReplaySpec {
-            choices: choices.map(<[usize]>::to_vec),
-            after,
-            mutant: implementation.mutant_name().map(str::to_string),
-            implementation: implementation.adapter_command(),
-            judging: judging.clone(),
-            // Explore schedules a scenario with a `net` block in the in-process scheduler,
-            // where `run` and a plain replay take it to the networked world.
-            world: if loaded.scenario.net.is_some() {
-                ReplayWorld::InProcess
-            } else {
-                ReplayWorld::Sim
-            },
-            ..ReplaySpec::new(loaded.path.clone(), strategy, seed)
-        }
-        .command()
-    };
-    let (guided, guided_run, mut enumerated) = match schedule {
-        Schedule::Guided { search, index, run } => (Some((search, index)), Some(run), None),
-        Schedule::Enumerated(run) => (None, None, Some(run)),
-        Schedule::Seed { .. } => (None, None, None),
-    };
-    let run = |choices: Option<&[usize]>| -> Result<RunOutcome, SubjectFailure> {
-        let mut subject = implementation.subject();
-        match choices {
-            Some(choices) => simulate_with(
-                &loaded.scenario,
-                subject.as_mut(),
-                &mut Replay::new(choices.to_vec()),
-                false,
-            ),
-            None => simulate_with(
-                &loaded.scenario,
-                subject.as_mut(),
-                make_strategy(strategy, seed).as_mut(),
-                false,
-            ),
-        }
-    };
-    let first = match (guided_run, enumerated.as_mut()) {
-        (Some(mut guided_run), _) => {
-            let mut subject = implementation.subject();
-            simulate_with(&loaded.scenario, subject.as_mut(), guided_run.as_mut(), false)
-        }
-        (None, Some(enumerated)) => {
-            let mut subject = implementation.subject();
-            simulate_with(&loaded.scenario, subject.as_mut(), &mut **enumerated, false)
-        }
-        (None, None) => run(choices),
-    };
-    let outcome = match first {
-        Ok(outcome) => outcome,
-        // The implementation declared something this scenario uses unsupported: not
-        // applicable, so neither passed nor failed, but counted.
-        Err(SubjectFailure::Unsupported { operation, reason }) => {
-            summary.not_applicable(loaded, &operation, &reason);
-            return None;
-        }
-        Err(failure) => {
-            summary.record(loaded, || spec(choices, None), Vec::new(), Some(failure), None);
-            return None;
-        }
-    };
-    if enumerated.is_some_and(|run| run.is_abandoned()) {
-        // Equivalent to a schedule already run: not judged, not counted.
-        return Some(outcome);
-    }
-    // One timeline of the run for the rules, the coverage count and the guided search's
-    // feedback.
-    let stored = outcome.stored(&loaded.scenario);
-    let timeline = check::Timeline::new(&loaded.scenario, &outcome.trace, &stored);
-    let reached = (guided.is_some() || summary.coverage.is_some()).then(|| check::Reached::of(&timeline));
-    if let (Some((search, index)), Some(reached)) = (guided, &reached) {
-        let coverage = crate::sim::guided::coverage_of(&loaded.scenario, &outcome, reached);
-        search.feedback_coverage(index, &loaded.scenario, &outcome, &coverage);
-    }
-    // The run the first run followed, when its replay differed: the replay runs after it.
-    let mut differed_after: Option<(&LoadedScenario, u64)> = None;
-    // A fixed-choice or guided run replays with the whole sequence it took.
-    let replay = |differed_after: Option<(&LoadedScenario, u64)>| {
-        let after = differed_after.map(|(before, before_seed)| (before.path.clone(), before_seed));
-        match by_choices {
-            true => {
-                let taken: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
-                spec(Some(&taken), after)
-            }
-            false => spec(choices, after),
-        }
-    };
-    let mut violations = check::check_timeline(&timeline);
-    if let Some(reached) = &reached {
-        summary.count_reached(reached);
-    }
-    if check_determinism {
-        let fixed: Vec<usize> = outcome.choices.iter().map(|(index, _)| *index).collect();
-        let again = run(Some(&fixed));
-        let same = again
-            .as_ref()
-            .is_ok_and(|again| again.trace.render() == outcome.trace.render());
-        if !same {
-            // What the first run followed on its process, when the kit fixed it.
-            let first = match after {
-                Some((before, before_seed)) => format!(
-                    " (the first right after `{}` {} seed {before_seed}, the replay right after it)",
-                    before.name,
-                    strategy.spelling()
-                ),
-                None => String::new(),
-            };
-            violations.push(nondeterministic(&format!(
-                "the same schedule, replayed, gave a different trace{first}"
-            )));
-            differed_after = after;
-        }
-    }
-    if let Some(failure) = summary.record(loaded, || replay(differed_after), violations, None, Some(&outcome)) {
-        failure.choices = Some(outcome.choices.iter().map(|(index, _)| *index).collect());
-        failure.origin = match (choices, strategy) {
-            (Some(_), _) => format!("{} (exhaustive)", loaded.name),
-            (None, StrategyKind::Guided) => format!("{} (guided schedule {seed})", loaded.name),
-            (None, _) => format!("{} ({} seed {seed})", loaded.name, strategy.spelling()),
-        };
-    }
-    Some(outcome)
-}
-
-/// Depth-first enumeration of the schedules, with or without reduction, up to `bound` runs;
-/// then how much plain enumeration would run, and when the bound cut, what is left.
-#[allow(clippy::too_many_arguments)]
-fn enumerate(
-    loaded: &LoadedScenario,
-    bound: u32,
-    reduced: bool,
-    check_determinism: bool,
-    implementation: &Implementation,
-    summary: &mut ExploreSummary,
-    timed_out: &dyn Fn() -> bool,
-) -> Enumeration {
-    let mut enumeration = Enumeration {
-        scenario: loaded.name.clone(),
-        reduced,
-        schedules: 0,
-        abandoned: 0,
-        distinct_traces: 0,
-        covered: false,
-        plain: None,
-        remaining: None,
-    };
-    let mut traces: BTreeSet<String> = BTreeSet::new();
-    let mut enumerator = Enumerator::new(reduced);
-    let mut stopped = false;
-    while enumeration.schedules + enumeration.abandoned < u64::from(bound) {
-        if timed_out() {
-            stopped = true;
-            break;
-        }
-        let Some(mut run) = enumerator.next_run() else { break };
-        let Some(outcome) = run_one(
-            loaded,
-            StrategyKind::Scripted,
-            0,
-            Schedule::Enumerated(&mut run),
-            check_determinism,
-            implementation,
-            summary,
-        ) else {
-            stopped = true;
-            break;
-        };
-        if run.is_abandoned() {
-            enumeration.abandoned += 1;
-        } else {
-            enumeration.schedules += 1;
-            traces.insert(outcome.trace.render());
-        }
-        enumerator.finish_run(run);
-    }
-    enumeration.covered = enumerator.covered();
-    enumeration.distinct_traces = traces.len();
-    if stopped && !enumeration.covered {
-        return enumeration;
-    }
-    let space = |reduced: bool| SpaceSize::Estimated(estimate_space(loaded, implementation, reduced));
-    if !enumeration.covered {
-        // Negative when the estimate fell below the runs already made (the estimator's
-        // variance is high on lopsided trees): shown as such.
-        enumeration.remaining = Some(space(reduced).value() - (enumeration.schedules + enumeration.abandoned) as f64);
-    }
-    enumeration.plain = Some(match (reduced, enumeration.covered) {
-        (false, true) => SpaceSize::Counted(enumeration.schedules),
-        // Nothing was asleep: the reduced tree is the plain one.
-        (true, true) if enumerator.skipped == 0 && enumeration.abandoned == 0 => {
-            SpaceSize::Counted(enumeration.schedules)
-        }
-        // Counted when the estimate says it fits the bound (counting a space that does not
-        // would cost the bound's runs for nothing).
-        (true, true) => {
-            let estimate = space(false);
-            match estimate.value() <= f64::from(bound) {
-                true => count_plain(loaded, implementation, u64::from(bound)).unwrap_or(estimate),
-                false => estimate,
-            }
-        }
-        (_, false) => space(false),
-    });
-    enumeration
-}
-
-/// Runs `strategy` on `loaded`, trace only (no rule judges).
-fn run_unjudged(
-    loaded: &LoadedScenario,
-    implementation: &Implementation,
-    strategy: &mut dyn crate::sim::Strategy,
-) -> Option<RunOutcome> {
-    let mut subject = implementation.subject();
-    simulate_with(&loaded.scenario, subject.as_mut(), strategy, false).ok()
-}
-
-/// The schedules of plain enumeration, counted when there are at most `bound`.
-fn count_plain(loaded: &LoadedScenario, implementation: &Implementation, bound: u64) -> Option<SpaceSize> {
-    let mut enumerator = Enumerator::new(false);
-    let mut runs = 0;
-    while let Some(mut run) = enumerator.next_run() {
-        if runs == bound {
-            return None;
-        }
-        run_unjudged(loaded, implementation, &mut run)?;
-        runs += 1;
-        enumerator.finish_run(run);
-    }
-    Some(SpaceSize::Counted(runs))
-}
-
-/// Knuth's estimate of the runs an enumeration of `loaded` makes: the mean of
-/// [`ESTIMATE_PROBES`] probes seeded `0..`, so the same scenario gives the same estimate.
-pub fn estimate_space(loaded: &LoadedScenario, implementation: &Implementation, reduced: bool) -> f64 {
-    let mut sum = 0.0;
-    for seed in 0..ESTIMATE_PROBES {
-        let mut probe = Probe::new(reduced, seed);
-        if run_unjudged(loaded, implementation, &mut probe).is_some() {
-            sum += probe.estimate;
-        }
-    }
-    sum / ESTIMATE_PROBES as f64
-}
-
-/// How one mutant died: the first schedule on which a catalogue rule flagged it.
-#[derive(Debug, Clone)]
-pub struct Kill {
-    pub rule: String,
-    pub scenario: String,
-    pub strategy: StrategyKind,
-    pub seed: u64,
-    pub replay: String,
-    /// Schedules run until the kill, this one included.
-    pub schedules: u64,
-    pub elapsed: Duration,
-}
-
-/// What hunting one mutant found.
-#[derive(Debug, Clone)]
-pub struct Hunt {
-    pub mutant: crate::zoo::Mutant,
-    /// The kill by a rule; `None` when the mutant survived every schedule tried.
-    pub kill: Option<Kill>,
-    /// Whether the canonical schedules alone kill it.
-    pub canonical: bool,
-    /// A canonical failure flagged only by a scenario's `expect` block or a request check of
-    /// the scripted model: shown, never counted (it describes one schedule of the reference).
-    pub expect_only: Option<String>,
-    /// Every rule that flagged the mutant on a schedule run (all canonical schedules, and the
-    /// killing schedule of the hunt).
-    pub rules: BTreeSet<String>,
-}
-
-/// Hunts a mutant: the canonical schedule of every scenario (all of them, to learn which rules
-/// it breaks), then `seeds` random and pct seeds of each scenario until a rule kills it. Only a
-/// catalogue rule's violation is a kill.
-pub fn hunt_mutant(corpus: &[LoadedScenario], mutant: crate::zoo::Mutant, seeds: u64) -> Hunt {
-    use crate::suite::{run_case, Verdict};
-    let started = Instant::now();
-    let mut hunt = Hunt {
-        mutant,
-        kill: None,
-        canonical: false,
-        expect_only: None,
-        rules: BTreeSet::new(),
-    };
-    let mut schedules = 0;
-    let strategies = [
-        StrategyKind::Scripted,
-        StrategyKind::Random,
-        StrategyKind::Pct { depth: 3 },
-    ];
-    for strategy in strategies {
-        let seed_count = if strategy == StrategyKind::Scripted { 1 } else { seeds };
-        for seed in 0..seed_count {
-            for loaded in corpus {
-                if hunt.kill.is_some() && strategy != StrategyKind::Scripted {
-                    return hunt;
-                }
-                schedules += 1;
-                let case = run_case(loaded, strategy, seed, &Implementation::mutant(mutant)).against_reference(loaded);
-                if case.verdict != Verdict::Failed {
-                    continue;
-                }
-                let by_rule: Vec<&Violation> = case
-                    .violations
-                    .iter()
-                    .filter(|violation| check::RULE_IDS.contains(&violation.rule.as_str()))
-                    .collect();
-                hunt.rules
-                    .extend(by_rule.iter().map(|violation| violation.rule.clone()));
-                let Some(first) = by_rule.first() else {
-                    if hunt.expect_only.is_none() {
-                        let rule = case
-                            .violations
-                            .first()
-                            .map(|violation| violation.rule.as_str())
-                            .unwrap_or("-");
-                        hunt.expect_only = Some(format!("{rule} in {}", loaded.name));
-                    }
-                    continue;
-                };
-                if hunt.kill.is_none() {
-                    hunt.canonical = strategy == StrategyKind::Scripted;
-                    hunt.kill = Some(Kill {
-                        rule: first.rule.clone(),
-                        scenario: loaded.name.clone(),
-                        strategy,
-                        seed,
-                        replay: case.replay_command(),
-                        schedules,
-                        elapsed: started.elapsed(),
-                    });
-                }
-            }
-        }
-        if hunt.kill.is_some() {
-            return hunt;
-        }
-    }
-    hunt
 }
 
 #[cfg(test)]

@@ -1,0 +1,439 @@
+//! Executing a [`Run`]: the trace, then the judgement.
+//!
+//! One path for every runner. The trace comes from the in-process scheduler or the networked
+//! world (the run's [`World`] and the scenario's `net` block decide), on a subject the caller
+//! lends (a worker's adapter process, a probe) or a new one of the run's implementation. The
+//! rules judge every trace; on the canonical schedule the scenario's own checks judge the
+//! in-process reference too. A run of anything but the reference is then compared with the
+//! reference's run of the same inputs (adapters always, mutants when they fail), and the
+//! run's rule selection is applied last.
+
+use std::time::Duration;
+
+use crate::check::{self, expect::check_expectations, Reached, Timeline, Violation};
+use crate::implementation::Implementation;
+use crate::net::{NetOptions, NetRun};
+use crate::protocol::diff::{first_divergence, first_raw_divergence};
+use crate::protocol::{ExternalSubject, SharedExternal};
+use crate::scenario::{locate, LoadedScenario, Scenario, ScenarioError};
+use crate::sim::{make_strategy, simulate_with, BoxedSubject, RunOutcome, Strategy, Subject, SubjectFailure};
+use crate::trace::Event;
+
+use super::{CaseReport, NetInfo, Run, Schedule, Verdict, World};
+
+/// How a run is driven, beyond what makes its trace: the subject (lent by the caller, or a new
+/// one of the run's implementation), a chooser that replaces the run's schedule (a guided
+/// search's, an enumeration's: the report then carries the choices taken), and what the caller
+/// wants back besides the report.
+#[derive(Default)]
+pub struct Driver<'a> {
+    subject: Lent<'a>,
+    chooser: Option<&'a mut dyn Strategy>,
+    raw_divergence: bool,
+    reached: Option<&'a mut Option<Reached>>,
+}
+
+/// The subject a run drives.
+#[derive(Default)]
+enum Lent<'a> {
+    /// A new subject of the run's implementation; an adapter gets a process of its own, which
+    /// runs the run's `after` scenario first and is shut down after it (its last reset
+    /// judged).
+    #[default]
+    New,
+    /// A subject the networked world may take for the run (it is given back).
+    Owned(&'a mut BoxedSubject),
+    /// A subject the caller keeps (a probe of the reference's insides): a scenario with a `net`
+    /// block then runs on a new subject, since the networked world must own its subject.
+    Borrowed(&'a mut dyn Subject),
+}
+
+impl<'a> Driver<'a> {
+    /// A new subject of the run's implementation.
+    pub fn new() -> Driver<'a> {
+        Driver::default()
+    }
+
+    /// On `subject` (a worker's adapter process, say), which the networked world may take for
+    /// the run and gives back.
+    pub fn on(subject: &'a mut BoxedSubject) -> Driver<'a> {
+        Driver {
+            subject: Lent::Owned(subject),
+            ..Driver::default()
+        }
+    }
+
+    /// On `subject`, which the caller keeps.
+    pub fn borrowing(subject: &'a mut dyn Subject) -> Driver<'a> {
+        Driver {
+            subject: Lent::Borrowed(subject),
+            ..Driver::default()
+        }
+    }
+
+    /// Choices from `chooser` instead of the run's schedule; an abandoned run (a reduced
+    /// enumeration's) is not judged.
+    pub fn choosing(mut self, chooser: &'a mut dyn Strategy) -> Driver<'a> {
+        self.chooser = Some(chooser);
+        self
+    }
+
+    /// The raw first divergence from the reference (timestamps and appended ids included).
+    pub fn raw_divergence(mut self, raw: bool) -> Driver<'a> {
+        self.raw_divergence = raw;
+        self
+    }
+
+    /// Also gives back the situations and interleaving pairs the trace reached.
+    pub fn reaching(mut self, reached: &'a mut Option<Reached>) -> Driver<'a> {
+        self.reached = Some(reached);
+        self
+    }
+}
+
+impl Run {
+    /// Executes the run on a new subject of its implementation and judges it.
+    pub fn execute(&self, loaded: &LoadedScenario) -> CaseReport {
+        self.execute_with(loaded, Driver::new())
+    }
+
+    /// Executes the run as `driver` says and judges it. `loaded` is the run's scenario.
+    pub fn execute_with(&self, loaded: &LoadedScenario, driver: Driver<'_>) -> CaseReport {
+        let Driver {
+            subject,
+            chooser,
+            raw_divergence,
+            reached,
+        } = driver;
+        let mut report = match subject {
+            Lent::New if self.implementation.is_adapter() => self.on_a_process_of_its_own(loaded, chooser, reached),
+            subject => self.trace_and_judge(loaded, subject, chooser, reached),
+        };
+        self.compare_with_reference(loaded, &mut report, raw_divergence);
+        report.restrict();
+        report
+    }
+
+    /// An adapter run on a process of its own: the `after` scenario first (unjudged), then the
+    /// run; the process is then shut down, and a bad answer to the reset that ended the run is
+    /// the case's verdict.
+    fn on_a_process_of_its_own(
+        &self,
+        loaded: &LoadedScenario,
+        chooser: Option<&mut dyn Strategy>,
+        reached: Option<&mut Option<Reached>>,
+    ) -> CaseReport {
+        let (command, step_timeout) = self.implementation.adapter_command().expect("an adapter run");
+        let process = SharedExternal::new(ExternalSubject::new(command, Duration::from_millis(step_timeout)));
+        if let Some((path, seed)) = &self.after {
+            let before = match crate::suite::load_corpus(std::slice::from_ref(path)) {
+                Ok(mut before) => before.swap_remove(0),
+                Err(error) => {
+                    let mut report = CaseReport::unrun(&loaded.name, self.clone());
+                    report.verdict = Verdict::BadScenario(error);
+                    return report;
+                }
+            };
+            process.lock().name_run(&before.name);
+            let mut subject = self.implementation.wrap(Box::new(process.clone()));
+            let first = Run {
+                scenario: path.clone(),
+                schedule: Schedule::Seeded {
+                    strategy: self.strategy(),
+                    seed: *seed,
+                },
+                after: None,
+                ..self.clone()
+            };
+            let _ = first.trace_and_judge(&before, Lent::Owned(&mut subject), None, None);
+        }
+        process.lock().name_run(&loaded.name);
+        let mut subject = self.implementation.wrap(Box::new(process.clone()));
+        let mut case = self.trace_and_judge(loaded, Lent::Owned(&mut subject), chooser, reached);
+        let shut_down = process.lock().shut_down();
+        if let (Err(failure), false) = (shut_down, matches!(case.verdict, Verdict::Broken(_))) {
+            case.break_with(failure);
+        }
+        case
+    }
+
+    /// The trace, judged by the rules (and on the canonical schedule of the in-process
+    /// reference, by the scenario's own checks).
+    fn trace_and_judge(
+        &self,
+        loaded: &LoadedScenario,
+        subject: Lent<'_>,
+        chooser: Option<&mut dyn Strategy>,
+        reached: Option<&mut Option<Reached>>,
+    ) -> CaseReport {
+        let report = CaseReport::unrun(&loaded.name, self.clone());
+        let has_net = loaded.scenario.net.is_some();
+        if self.world.forced_net() || (self.world == World::Own && has_net) {
+            return self.in_the_networked_world(loaded, subject, report);
+        }
+        // The in-process scheduler never reads the `net` block (its faults are the networked
+        // world's); without it the DURABLE rules, which judge a reopened store, judge alike
+        // wherever the run is replayed.
+        let without_net;
+        let scenario = if has_net {
+            let mut copy = loaded.scenario.clone();
+            copy.net = None;
+            without_net = copy;
+            &without_net
+        } else {
+            &loaded.scenario
+        };
+        let mut new_subject;
+        let subject: &mut dyn Subject = match subject {
+            Lent::Owned(subject) => subject.as_mut(),
+            Lent::Borrowed(subject) => subject,
+            Lent::New => {
+                new_subject = self.implementation.subject();
+                new_subject.as_mut()
+            }
+        };
+        let given = chooser.is_some();
+        let mut own;
+        let chooser: &mut dyn Strategy = match chooser {
+            Some(chooser) => chooser,
+            None => {
+                own = self.chooser(scenario);
+                own.as_mut()
+            }
+        };
+        let canonical = self.canonical() && !given;
+        let outcome = simulate_with(scenario, subject, chooser, canonical);
+        in_process_judged(
+            report,
+            loaded,
+            scenario,
+            outcome,
+            canonical,
+            chooser.abandoned(),
+            given,
+            reached,
+        )
+    }
+
+    /// The scenario's canonical schedule (pinned, or scripted), the strategy's, or the fixed
+    /// choices.
+    fn chooser(&self, scenario: &Scenario) -> Box<dyn Strategy> {
+        match (&self.schedule, &scenario.schedule) {
+            (Schedule::Choices(choices), _) => Box::new(crate::sim::Replay::new(choices.clone())),
+            (
+                Schedule::Seeded {
+                    strategy: crate::sim::StrategyKind::Scripted,
+                    ..
+                },
+                Some(schedule),
+            ) => Box::new(crate::sim::Replay::new(schedule.clone())),
+            (Schedule::Seeded { strategy, seed }, _) => make_strategy(*strategy, *seed),
+        }
+    }
+
+    /// The run in the networked world, on `subject` (lent to the world for the run) or a new
+    /// one: every rule judges; the scenario's own expectations too on the canonical schedule
+    /// without faults from the seed.
+    fn in_the_networked_world(&self, loaded: &LoadedScenario, subject: Lent<'_>, mut report: CaseReport) -> CaseReport {
+        let crashed;
+        let scenario = match self.world {
+            World::NetCrash { sync, .. } => {
+                let mut copy = loaded.scenario.clone();
+                copy.net.get_or_insert_with(Default::default).sync = sync;
+                crashed = copy;
+                &crashed
+            }
+            _ => &loaded.scenario,
+        };
+        let options = NetOptions {
+            seed: self.seed(),
+            seeded_faults: self.world == World::NetSeeded,
+            crash_at_step: match self.world {
+                World::NetCrash { step, .. } => Some(step),
+                _ => None,
+            },
+        };
+        report.net = Some(NetInfo {
+            turmoil_seed: crate::net::turmoil_seed(options.seed),
+            seeded_faults: options.seeded_faults,
+            crash: options.crash_at_step.map(|step| {
+                let sync = scenario.net.as_ref().map(|net| net.sync).unwrap_or_default();
+                (step, sync)
+            }),
+        });
+        let mut new_subject;
+        let subject: &mut BoxedSubject = match subject {
+            Lent::Owned(subject) => subject,
+            Lent::Borrowed(_) | Lent::New => {
+                new_subject = self.implementation.subject();
+                &mut new_subject
+            }
+        };
+        let outcome = match crate::net::run_net(scenario, &options, subject) {
+            Ok(NetRun {
+                failure: Some(failure), ..
+            }) => return not_run(report, failure),
+            Ok(run) => run.outcome,
+            Err(error) => {
+                let failure = SubjectFailure::Protocol {
+                    message: error.to_string(),
+                };
+                return not_run(report, failure);
+            }
+        };
+        let mut violations = outcome.violations(scenario);
+        if self.canonical() && !options.seeded_faults && self.implementation.judged_by_scenario_checks() {
+            let stored = outcome.stored(scenario);
+            let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+            violations.extend(check_expectations(&timeline));
+        }
+        report.judged(scenario, violations, outcome)
+    }
+
+    /// For anything but the reference: the divergence from the reference's run of the same
+    /// inputs (an adapter's always, a mutant's when it fails), and the violations ranked with
+    /// it, so that a root cause reads the same in process and over the wire. On the canonical
+    /// schedule an operation an adapter never got to deliver is its failure when the reference
+    /// delivers it.
+    fn compare_with_reference(&self, loaded: &LoadedScenario, report: &mut CaseReport, raw: bool) {
+        let adapter = self.implementation.is_adapter();
+        let failed_mutant = self.implementation.mutant.is_some() && report.verdict == Verdict::Failed;
+        if !adapter && !failed_mutant {
+            return;
+        }
+        let reference = Run {
+            implementation: Implementation::reference(),
+            after: None,
+            ..report.run.clone()
+        }
+        .trace_and_judge(loaded, Lent::New, None, None);
+        let undelivered_here = matches!(report.verdict, Verdict::BadScenario(_));
+        if adapter && undelivered_here && !matches!(reference.verdict, Verdict::BadScenario(_)) {
+            judge_undelivered(loaded, report);
+        }
+        if let (Some(ours), Some(theirs)) = (&report.outcome, &reference.outcome) {
+            report.set_divergence(if raw && adapter {
+                first_raw_divergence(&theirs.trace, &ours.trace)
+            } else {
+                first_divergence(&theirs.trace, &ours.trace)
+            });
+        }
+    }
+}
+
+/// A run that could not be driven: not applicable when the implementation declared what the
+/// scenario uses unsupported, else broken.
+fn not_run(mut report: CaseReport, failure: SubjectFailure) -> CaseReport {
+    report.verdict = match failure {
+        SubjectFailure::Unsupported { operation, reason } => Verdict::NotApplicable {
+            reason: format!("`{operation}` is unsupported: {reason}"),
+        },
+        failure => Verdict::Broken(failure),
+    };
+    report
+}
+
+/// An in-process run's report: every rule on its timeline; on the canonical schedule, the
+/// scripted model's request checks and the `expect` block too when they judge the
+/// implementation, and an operation never delivered makes the scenario bad.
+#[allow(clippy::too_many_arguments)]
+fn in_process_judged(
+    mut report: CaseReport,
+    loaded: &LoadedScenario,
+    scenario: &Scenario,
+    outcome: Result<RunOutcome, SubjectFailure>,
+    canonical: bool,
+    abandoned: bool,
+    chosen: bool,
+    reached: Option<&mut Option<Reached>>,
+) -> CaseReport {
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(failure) => return not_run(report, failure),
+    };
+    if chosen || report.run.choices().is_some() {
+        // The whole sequence the run took, not just its forced prefix.
+        report.run.schedule = Schedule::Choices(outcome.choices.iter().map(|(index, _)| *index).collect());
+    }
+    if abandoned {
+        // Equivalent to a schedule already run: not judged.
+        report.outcome = Some(outcome);
+        return report;
+    }
+    let stored = outcome.stored(scenario);
+    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+    let mut violations = check::check_timeline(&timeline);
+    if let Some(reached) = reached {
+        *reached = Some(Reached::of(&timeline));
+    }
+    let scenario_checks = report.run.implementation.judged_by_scenario_checks();
+    if canonical {
+        for finding in outcome.findings.iter().filter(|_| scenario_checks) {
+            violations.push(Violation {
+                rule: finding.rule.clone(),
+                clause: None,
+                lines: vec![finding.line],
+                message: finding.message.clone(),
+                evident_at: None,
+            });
+        }
+        if let Some(error) = never_delivered(loaded, &outcome) {
+            drop(timeline);
+            report.verdict = Verdict::BadScenario(error);
+            report.outcome = Some(outcome);
+            return report;
+        }
+        if scenario_checks {
+            violations.extend(check_expectations(&timeline));
+        }
+    }
+    drop(timeline);
+    report.judged(scenario, violations, outcome)
+}
+
+/// On the canonical schedule, an operation whose `after` never held is a scenario error.
+fn never_delivered(loaded: &LoadedScenario, outcome: &RunOutcome) -> Option<ScenarioError> {
+    let Some(Event::End { pending, undelivered }) = outcome.trace.events.last() else {
+        return None;
+    };
+    let op = undelivered.first()?;
+    let index = op.0 as usize - 1;
+    let text = std::fs::read_to_string(&loaded.path).unwrap_or_default();
+    let field = format!("operations[{index}].after");
+    Some(ScenarioError {
+        file: loaded.path.clone(),
+        line: locate::line_of(&text, &locate::parse_path(&field)),
+        field,
+        message: format!(
+            "this condition never held on the canonical schedule (the run ended with {} pending effects)",
+            pending.len()
+        ),
+    })
+}
+
+/// On the canonical schedule an operation whose `after` never held is a bad scenario, unless
+/// the condition holds on the reference: then the implementation never got there, which is a
+/// failure of the implementation. The case is judged like any other, plus that failure.
+fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
+    let Some(outcome) = &case.outcome else {
+        return;
+    };
+    let scenario = &loaded.scenario;
+    // The rules judge it; the scenario's own checks describe the reference only.
+    let mut violations = outcome.violations(scenario);
+    if let Some(Event::End { undelivered, .. }) = outcome.trace.events.last() {
+        if let Some(op) = undelivered.first() {
+            violations.push(Violation {
+                rule: "expect".into(),
+                clause: None,
+                lines: vec![outcome.trace.events.len()],
+                message: format!(
+                    "{op} was never delivered: its `after` condition never held on this implementation (it holds on the reference)"
+                ),
+                evident_at: None,
+            });
+        }
+    }
+    case.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.stored(scenario), violations);
+    case.verdict = Verdict::Failed;
+}
