@@ -15,7 +15,8 @@
 //! commands of docs/ci.md and the implementers' guide parse; `sdk` runs the JavaScript and
 //! Python adapter SDKs' own suites; `zoo` kills every mutant through `serve` as in process;
 //! `fields` shows every wire field judged by a rule or listed with the reason it is not;
-//! `reduction` shows the reduced exhaustive enumeration reaches every verdict the plain one does.
+//! `reduction` shows the reduced exhaustive enumeration reaches every verdict the plain one does;
+//! `readme` runs every `agentsim` command of README.md and checks the exit code it gives.
 
 #[path = "kit/api.rs"]
 mod api;
@@ -53,6 +54,8 @@ mod messages;
 mod net;
 #[path = "kit/protocol.rs"]
 mod protocol;
+#[path = "kit/readme.rs"]
+mod readme;
 #[path = "kit/reduction.rs"]
 mod reduction;
 #[path = "kit/replay_fidelity.rs"]

@@ -141,7 +141,7 @@ fn every_wire_field_is_judged_or_listed_with_its_reason() {
         unused.is_empty(),
         "NOT_SENT patterns that name no unsent field: {unused:?}"
     );
-    // The figures the closing note and the README quote.
+    // The figures docs/benchmarks.md quotes.
     eprintln!(
         "fields: {} paths, {judged} judged by a rule, {} listed unjudged, {} never sent",
         paths.len(),
