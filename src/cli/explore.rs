@@ -27,12 +27,12 @@ pub struct ExploreArgs {
     paths: Vec<PathBuf>,
     /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | exhaustive-plain[:BOUND] | guided.
     /// Default: guided on the in-process reference (it finds the interleaving tier in the
-    /// fewest schedules, README "The interleaving tier, side by side"); random with --impl or
-    /// --world net, which explore by seed. `exhaustive` enumerates each scenario's schedules
-    /// depth first, up to BOUND runs (default 10000), with partial-order reduction: one
-    /// schedule per class of schedules that differ only in the order of independent choices
-    /// (observers' answers; README "Exhaustive enumeration"); `exhaustive-plain` runs every
-    /// distinct choice sequence.
+    /// fewest schedules; docs/benchmarks.md, "The interleaving tier, side by side"); random
+    /// with --impl or --world net, which explore by seed. `exhaustive` enumerates each
+    /// scenario's schedules depth first, up to BOUND runs (default 10000), with partial-order
+    /// reduction: one schedule per class of schedules that differ only in the order of
+    /// independent choices (observers' answers; docs/benchmarks.md, "Exhaustive enumeration");
+    /// `exhaustive-plain` runs every distinct choice sequence.
     #[arg(long, value_parser = parse_strategy)]
     strategy: Option<StrategyKind>,
     /// Seeds 0..N per scenario (random, pct); for guided, N schedules per scenario on average,

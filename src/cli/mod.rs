@@ -61,7 +61,8 @@ enum Command {
         seed: u64,
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
-        /// Run a deliberately broken reference (a named mutation; see `runtime::mutation`).
+        /// Run a deliberately broken reference (one of the bug zoo's mutants, src/zoo/; `agentsim
+        /// mutants` lists them).
         #[arg(long, value_parser = crate::run::parse_mutant)]
         mutant: Option<Mutant>,
         /// Run an implementation behind the adapter protocol (`sh -c CMD`; one process per

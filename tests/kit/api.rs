@@ -4,7 +4,7 @@
 //!
 //! Everything a trace shows is a scenario file, one file one test (`tests/scenarios.rs`). Each
 //! test here says why it cannot be one. They run the library's own world on scenario files
-//! (`suite::run_case`); where a fact is about the `Runtime` value itself, the [`Probe`] below
+//! (`Run::execute`); where a fact is about the `Runtime` value itself, the [`Probe`] below
 //! is that Runtime as a Subject, so a test reads its accessors between the inputs the world
 //! delivers. The accessors that mirror the trace (`system_prompt()`, `resources()`,
 //! `extensions()`, `tools()`, `pending_effects()`, `ids_issued()`, `poison()`, `is_closed()`,
