@@ -91,233 +91,231 @@ impl<'a> Driver<'a> {
     }
 }
 
-impl Run {
-    /// Executes the run on a new subject of its implementation and judges it.
-    pub fn execute(&self, loaded: &LoadedScenario) -> CaseReport {
-        self.execute_with(loaded, Driver::new())
-    }
+/// Executes `run` as `driver` says and judges it (`Run::execute_with`).
+pub(super) fn execute(run: &Run, loaded: &LoadedScenario, driver: Driver<'_>) -> CaseReport {
+    let Driver {
+        subject,
+        chooser,
+        raw_divergence,
+        reached,
+    } = driver;
+    let mut report = match subject {
+        Lent::New if run.implementation.is_adapter() => on_a_process_of_its_own(run, loaded, chooser, reached),
+        subject => trace_and_judge(run, loaded, subject, chooser, reached),
+    };
+    compare_with_reference(run, loaded, &mut report, raw_divergence);
+    report.restrict();
+    report
+}
 
-    /// Executes the run as `driver` says and judges it. `loaded` is the run's scenario.
-    pub fn execute_with(&self, loaded: &LoadedScenario, driver: Driver<'_>) -> CaseReport {
-        let Driver {
-            subject,
-            chooser,
-            raw_divergence,
-            reached,
-        } = driver;
-        let mut report = match subject {
-            Lent::New if self.implementation.is_adapter() => self.on_a_process_of_its_own(loaded, chooser, reached),
-            subject => self.trace_and_judge(loaded, subject, chooser, reached),
-        };
-        self.compare_with_reference(loaded, &mut report, raw_divergence);
-        report.restrict();
-        report
-    }
-
-    /// An adapter run on a process of its own: the `after` scenario first (unjudged), then the
-    /// run; the process is then shut down, and a bad answer to the reset that ended the run is
-    /// the case's verdict.
-    fn on_a_process_of_its_own(
-        &self,
-        loaded: &LoadedScenario,
-        chooser: Option<&mut dyn Strategy>,
-        reached: Option<&mut Option<Reached>>,
-    ) -> CaseReport {
-        let (command, step_timeout) = self.implementation.adapter_command().expect("an adapter run");
-        let process = SharedExternal::new(ExternalSubject::new(command, Duration::from_millis(step_timeout)));
-        if let Some((path, seed)) = &self.after {
-            let before = match crate::suite::load_corpus(std::slice::from_ref(path)) {
-                Ok(mut before) => before.swap_remove(0),
-                Err(error) => {
-                    let mut report = CaseReport::unrun(&loaded.name, self.clone());
-                    report.verdict = Verdict::BadScenario(error);
-                    return report;
-                }
-            };
-            process.lock().name_run(&before.name);
-            let mut subject = self.implementation.wrap(Box::new(process.clone()));
-            let first = Run {
-                scenario: path.clone(),
-                schedule: Schedule::Seeded {
-                    strategy: self.strategy(),
-                    seed: *seed,
-                },
-                after: None,
-                ..self.clone()
-            };
-            let _ = first.trace_and_judge(&before, Lent::Owned(&mut subject), None, None);
-        }
-        process.lock().name_run(&loaded.name);
-        let mut subject = self.implementation.wrap(Box::new(process.clone()));
-        let mut case = self.trace_and_judge(loaded, Lent::Owned(&mut subject), chooser, reached);
-        let shut_down = process.lock().shut_down();
-        if let (Err(failure), false) = (shut_down, matches!(case.verdict, Verdict::Broken(_))) {
-            case.break_with(failure);
-        }
-        case
-    }
-
-    /// The trace, judged by the rules (and on the canonical schedule of the in-process
-    /// reference, by the scenario's own checks).
-    fn trace_and_judge(
-        &self,
-        loaded: &LoadedScenario,
-        subject: Lent<'_>,
-        chooser: Option<&mut dyn Strategy>,
-        reached: Option<&mut Option<Reached>>,
-    ) -> CaseReport {
-        let report = CaseReport::unrun(&loaded.name, self.clone());
-        let has_net = loaded.scenario.net.is_some();
-        if self.world.forced_net() || (self.world == World::Own && has_net) {
-            return self.in_the_networked_world(loaded, subject, report);
-        }
-        // The in-process scheduler never reads the `net` block (its faults are the networked
-        // world's); without it the DURABLE rules, which judge a reopened store, judge alike
-        // wherever the run is replayed.
-        let without_net;
-        let scenario = if has_net {
-            let mut copy = loaded.scenario.clone();
-            copy.net = None;
-            without_net = copy;
-            &without_net
-        } else {
-            &loaded.scenario
-        };
-        let mut new_subject;
-        let subject: &mut dyn Subject = match subject {
-            Lent::Owned(subject) => subject.as_mut(),
-            Lent::Borrowed(subject) => subject,
-            Lent::New => {
-                new_subject = self.implementation.subject();
-                new_subject.as_mut()
-            }
-        };
-        let given = chooser.is_some();
-        let mut own;
-        let chooser: &mut dyn Strategy = match chooser {
-            Some(chooser) => chooser,
-            None => {
-                own = self.chooser(scenario);
-                own.as_mut()
-            }
-        };
-        let canonical = self.canonical() && !given;
-        let outcome = simulate_with(scenario, subject, chooser, canonical);
-        in_process_judged(
-            report,
-            loaded,
-            scenario,
-            outcome,
-            canonical,
-            chooser.abandoned(),
-            given,
-            reached,
-        )
-    }
-
-    /// The scenario's canonical schedule (pinned, or scripted), the strategy's, or the fixed
-    /// choices.
-    fn chooser(&self, scenario: &Scenario) -> Box<dyn Strategy> {
-        match (&self.schedule, &scenario.schedule) {
-            (Schedule::Choices(choices), _) => Box::new(crate::sim::Replay::new(choices.clone())),
-            (
-                Schedule::Seeded {
-                    strategy: crate::sim::StrategyKind::Scripted,
-                    ..
-                },
-                Some(schedule),
-            ) => Box::new(crate::sim::Replay::new(schedule.clone())),
-            (Schedule::Seeded { strategy, seed }, _) => make_strategy(*strategy, *seed),
-        }
-    }
-
-    /// The run in the networked world, on `subject` (lent to the world for the run) or a new
-    /// one: every rule judges; the scenario's own expectations too on the canonical schedule
-    /// without faults from the seed.
-    fn in_the_networked_world(&self, loaded: &LoadedScenario, subject: Lent<'_>, mut report: CaseReport) -> CaseReport {
-        let crashed;
-        let scenario = match self.world {
-            World::NetCrash { sync, .. } => {
-                let mut copy = loaded.scenario.clone();
-                copy.net.get_or_insert_with(Default::default).sync = sync;
-                crashed = copy;
-                &crashed
-            }
-            _ => &loaded.scenario,
-        };
-        let options = NetOptions {
-            seed: self.seed(),
-            seeded_faults: self.world == World::NetSeeded,
-            crash_at_step: match self.world {
-                World::NetCrash { step, .. } => Some(step),
-                _ => None,
-            },
-        };
-        report.net = Some(NetInfo {
-            turmoil_seed: crate::net::turmoil_seed(options.seed),
-            seeded_faults: options.seeded_faults,
-            crash: options.crash_at_step.map(|step| {
-                let sync = scenario.net.as_ref().map(|net| net.sync).unwrap_or_default();
-                (step, sync)
-            }),
-        });
-        let mut new_subject;
-        let subject: &mut BoxedSubject = match subject {
-            Lent::Owned(subject) => subject,
-            Lent::Borrowed(_) | Lent::New => {
-                new_subject = self.implementation.subject();
-                &mut new_subject
-            }
-        };
-        let outcome = match crate::net::run_net(scenario, &options, subject) {
-            Ok(NetRun {
-                failure: Some(failure), ..
-            }) => return not_run(report, failure),
-            Ok(run) => run.outcome,
+/// An adapter run on a process of its own: the `after` scenario first (unjudged), then the
+/// run; the process is then shut down, and a bad answer to the reset that ended the run is
+/// the case's verdict.
+fn on_a_process_of_its_own(
+    run: &Run,
+    loaded: &LoadedScenario,
+    chooser: Option<&mut dyn Strategy>,
+    reached: Option<&mut Option<Reached>>,
+) -> CaseReport {
+    let (command, step_timeout) = run.implementation.adapter_command().expect("an adapter run");
+    let process = SharedExternal::new(ExternalSubject::new(command, Duration::from_millis(step_timeout)));
+    if let Some((path, seed)) = &run.after {
+        let before = match crate::suite::load_corpus(std::slice::from_ref(path)) {
+            Ok(mut before) => before.swap_remove(0),
             Err(error) => {
-                let failure = SubjectFailure::Protocol {
-                    message: error.to_string(),
-                };
-                return not_run(report, failure);
+                let mut report = CaseReport::unrun(&loaded.name, run.clone());
+                report.verdict = Verdict::BadScenario(error);
+                return report;
             }
         };
-        let mut violations = outcome.violations(scenario);
-        if self.canonical() && !options.seeded_faults && self.implementation.judged_by_scenario_checks() {
-            let stored = outcome.stored(scenario);
-            let timeline = Timeline::new(scenario, &outcome.trace, &stored);
-            violations.extend(check_expectations(&timeline));
-        }
-        report.judged(scenario, violations, outcome)
+        process.lock().name_run(&before.name);
+        let mut subject = run.implementation.wrap(Box::new(process.clone()));
+        let first = Run {
+            scenario: path.clone(),
+            schedule: Schedule::Seeded {
+                strategy: run.strategy(),
+                seed: *seed,
+            },
+            after: None,
+            ..run.clone()
+        };
+        let _ = trace_and_judge(&first, &before, Lent::Owned(&mut subject), None, None);
     }
+    process.lock().name_run(&loaded.name);
+    let mut subject = run.implementation.wrap(Box::new(process.clone()));
+    let mut case = trace_and_judge(run, loaded, Lent::Owned(&mut subject), chooser, reached);
+    let shut_down = process.lock().shut_down();
+    if let (Err(failure), false) = (shut_down, matches!(case.verdict, Verdict::Broken(_))) {
+        case.break_with(failure);
+    }
+    case
+}
 
-    /// For anything but the reference: the divergence from the reference's run of the same
-    /// inputs (an adapter's always, a mutant's when it fails), and the violations ranked with
-    /// it, so that a root cause reads the same in process and over the wire. On the canonical
-    /// schedule an operation an adapter never got to deliver is its failure when the reference
-    /// delivers it.
-    fn compare_with_reference(&self, loaded: &LoadedScenario, report: &mut CaseReport, raw: bool) {
-        let adapter = self.implementation.is_adapter();
-        let failed_mutant = self.implementation.mutant.is_some() && report.verdict == Verdict::Failed;
-        if !adapter && !failed_mutant {
-            return;
+/// The trace, judged by the rules (and on the canonical schedule of the in-process
+/// reference, by the scenario's own checks).
+fn trace_and_judge(
+    run: &Run,
+    loaded: &LoadedScenario,
+    subject: Lent<'_>,
+    chooser: Option<&mut dyn Strategy>,
+    reached: Option<&mut Option<Reached>>,
+) -> CaseReport {
+    let report = CaseReport::unrun(&loaded.name, run.clone());
+    let has_net = loaded.scenario.net.is_some();
+    if run.world.forced_net() || (run.world == World::Own && has_net) {
+        return in_the_networked_world(run, loaded, subject, report);
+    }
+    // The in-process scheduler never reads the `net` block (its faults are the networked
+    // world's); without it the DURABLE rules, which judge a reopened store, judge alike
+    // wherever the run is replayed.
+    let without_net;
+    let scenario = if has_net {
+        let mut copy = loaded.scenario.clone();
+        copy.net = None;
+        without_net = copy;
+        &without_net
+    } else {
+        &loaded.scenario
+    };
+    let mut new_subject;
+    let subject: &mut dyn Subject = match subject {
+        Lent::Owned(subject) => subject.as_mut(),
+        Lent::Borrowed(subject) => subject,
+        Lent::New => {
+            new_subject = run.implementation.subject();
+            new_subject.as_mut()
         }
-        let reference = Run {
+    };
+    let given = chooser.is_some();
+    let mut own;
+    let chooser: &mut dyn Strategy = match chooser {
+        Some(chooser) => chooser,
+        None => {
+            own = chooser_of(run, scenario);
+            own.as_mut()
+        }
+    };
+    let canonical = run.canonical() && !given;
+    let outcome = simulate_with(scenario, subject, chooser, canonical);
+    in_process_judged(
+        report,
+        loaded,
+        scenario,
+        outcome,
+        canonical,
+        chooser.abandoned(),
+        given,
+        reached,
+    )
+}
+
+/// The scenario's canonical schedule (pinned, or scripted), the strategy's, or the fixed
+/// choices.
+fn chooser_of(run: &Run, scenario: &Scenario) -> Box<dyn Strategy> {
+    match (&run.schedule, &scenario.schedule) {
+        (Schedule::Choices(choices), _) => Box::new(crate::sim::Replay::new(choices.clone())),
+        (
+            Schedule::Seeded {
+                strategy: crate::sim::StrategyKind::Scripted,
+                ..
+            },
+            Some(schedule),
+        ) => Box::new(crate::sim::Replay::new(schedule.clone())),
+        (Schedule::Seeded { strategy, seed }, _) => make_strategy(*strategy, *seed),
+    }
+}
+
+/// The run in the networked world, on `subject` (lent to the world for the run) or a new
+/// one: every rule judges; the scenario's own expectations too on the canonical schedule
+/// without faults from the seed.
+fn in_the_networked_world(run: &Run, loaded: &LoadedScenario, subject: Lent<'_>, mut report: CaseReport) -> CaseReport {
+    let crashed;
+    let scenario = match run.world {
+        World::NetCrash { sync, .. } => {
+            let mut copy = loaded.scenario.clone();
+            copy.net.get_or_insert_with(Default::default).sync = sync;
+            crashed = copy;
+            &crashed
+        }
+        _ => &loaded.scenario,
+    };
+    let options = NetOptions {
+        seed: run.seed(),
+        seeded_faults: run.world == World::NetSeeded,
+        crash_at_step: match run.world {
+            World::NetCrash { step, .. } => Some(step),
+            _ => None,
+        },
+    };
+    report.net = Some(NetInfo {
+        turmoil_seed: crate::net::turmoil_seed(options.seed),
+        seeded_faults: options.seeded_faults,
+        crash: options.crash_at_step.map(|step| {
+            let sync = scenario.net.as_ref().map(|net| net.sync).unwrap_or_default();
+            (step, sync)
+        }),
+    });
+    let mut new_subject;
+    let subject: &mut BoxedSubject = match subject {
+        Lent::Owned(subject) => subject,
+        Lent::Borrowed(_) | Lent::New => {
+            new_subject = run.implementation.subject();
+            &mut new_subject
+        }
+    };
+    let outcome = match crate::net::run_net(scenario, &options, subject) {
+        Ok(NetRun {
+            failure: Some(failure), ..
+        }) => return not_run(report, failure),
+        Ok(run) => run.outcome,
+        Err(error) => {
+            let failure = SubjectFailure::Protocol {
+                message: error.to_string(),
+            };
+            return not_run(report, failure);
+        }
+    };
+    let mut violations = outcome.violations(scenario);
+    if run.canonical() && !options.seeded_faults && run.implementation.judged_by_scenario_checks() {
+        let stored = outcome.stored(scenario);
+        let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+        violations.extend(check_expectations(&timeline));
+    }
+    report.judged(scenario, violations, outcome)
+}
+
+/// For anything but the reference: the divergence from the reference's run of the same
+/// inputs (an adapter's always, a mutant's when it fails), and the violations ranked with
+/// it, so that a root cause reads the same in process and over the wire. On the canonical
+/// schedule an operation an adapter never got to deliver is its failure when the reference
+/// delivers it.
+fn compare_with_reference(run: &Run, loaded: &LoadedScenario, report: &mut CaseReport, raw: bool) {
+    let adapter = run.implementation.is_adapter();
+    let failed_mutant = run.implementation.mutant.is_some() && report.verdict == Verdict::Failed;
+    if !adapter && !failed_mutant {
+        return;
+    }
+    let reference = trace_and_judge(
+        &Run {
             implementation: Implementation::reference(),
             after: None,
             ..report.run.clone()
-        }
-        .trace_and_judge(loaded, Lent::New, None, None);
-        let undelivered_here = matches!(report.verdict, Verdict::BadScenario(_));
-        if adapter && undelivered_here && !matches!(reference.verdict, Verdict::BadScenario(_)) {
-            judge_undelivered(loaded, report);
-        }
-        if let (Some(ours), Some(theirs)) = (&report.outcome, &reference.outcome) {
-            report.set_divergence(if raw && adapter {
-                first_raw_divergence(&theirs.trace, &ours.trace)
-            } else {
-                first_divergence(&theirs.trace, &ours.trace)
-            });
-        }
+        },
+        loaded,
+        Lent::New,
+        None,
+        None,
+    );
+    let undelivered_here = matches!(report.verdict, Verdict::BadScenario(_));
+    if adapter && undelivered_here && !matches!(reference.verdict, Verdict::BadScenario(_)) {
+        judge_undelivered(loaded, report);
+    }
+    if let (Some(ours), Some(theirs)) = (&report.outcome, &reference.outcome) {
+        report.set_divergence(if raw && adapter {
+            first_raw_divergence(&theirs.trace, &ours.trace)
+        } else {
+            first_divergence(&theirs.trace, &ours.trace)
+        });
     }
 }
 

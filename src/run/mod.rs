@@ -241,6 +241,16 @@ impl Run {
     pub fn parse(command: &str) -> Result<Run, RunError> {
         command::parse(command)
     }
+
+    /// Executes the run on a new subject of its implementation and judges it.
+    pub fn execute(&self, loaded: &LoadedScenario) -> CaseReport {
+        execute::execute(self, loaded, Driver::new())
+    }
+
+    /// Executes the run as `driver` says and judges it. `loaded` is the run's scenario.
+    pub fn execute_with(&self, loaded: &LoadedScenario, driver: Driver<'_>) -> CaseReport {
+        execute::execute(self, loaded, driver)
+    }
 }
 
 #[cfg(test)]
