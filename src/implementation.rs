@@ -122,6 +122,14 @@ impl Implementation {
         }
     }
 
+    /// For an adapter: shuts down this thread's pooled process, so that the next run starts a
+    /// new one.
+    pub fn retire_pooled(&self) {
+        if let Base::Adapter { command, step_timeout } = &self.base {
+            crate::protocol::pool::retire(command, *step_timeout);
+        }
+    }
+
     /// Whether a scenario's own checks (its `expect` block and the scripted model's request
     /// checks) judge this implementation. They pin the reference's own choices on the canonical
     /// schedule (its exact texts, its counts), which no rule states: they describe the in-process

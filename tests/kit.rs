@@ -16,7 +16,8 @@
 //! Python adapter SDKs' own suites; `zoo` kills every mutant through `serve` as in process;
 //! `fields` shows every wire field judged by a rule or listed with the reason it is not;
 //! `reduction` shows the reduced exhaustive enumeration reaches every verdict the plain one does;
-//! `readme` runs every `agentsim` command of README.md and checks the exit code it gives.
+//! `readme` runs every `agentsim` command of README.md and checks the exit code it gives;
+//! `search` runs every strategy of `explore` over the protocol as in process.
 
 #[path = "kit/api.rs"]
 mod api;
@@ -62,6 +63,8 @@ mod reduction;
 mod replay_fidelity;
 #[path = "kit/sdk.rs"]
 mod sdk;
+#[path = "kit/search.rs"]
+mod search;
 #[path = "kit/session_file.rs"]
 mod session_file;
 #[path = "kit/tidy.rs"]

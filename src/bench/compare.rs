@@ -20,6 +20,7 @@
 use std::time::{Duration, Instant};
 
 use crate::check::RULE_IDS;
+use crate::implementation::Implementation;
 use crate::scenario::LoadedScenario;
 use crate::sim::guided::{CorpusSearch, GuidedSearch};
 use crate::sim::reduction::Enumerator;
@@ -56,9 +57,16 @@ enum Source {
     Guided(Vec<GuidedSearch>),
 }
 
-/// Detects `mutant` with strategy `name` (one of [`STRATEGIES`]), `budget` schedules per
-/// scenario, in repetition `repeat` (0 for the first).
-pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64, repeat: u64) -> Detection {
+/// Detects the bug of `implementation` (a mutant of the zoo, in process or served over the
+/// protocol) with strategy `name` (one of [`STRATEGIES`]), `budget` schedules per scenario, in
+/// repetition `repeat` (0 for the first).
+pub fn detect(
+    corpus: &[LoadedScenario],
+    implementation: &Implementation,
+    name: &str,
+    budget: u64,
+    repeat: u64,
+) -> Detection {
     let first_seed = repeat * budget;
     let mut source = match name {
         "exhaustive" => Source::Exhaustive(corpus.iter().map(|_| Some(Enumerator::new(true))).collect()),
@@ -67,7 +75,7 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
     };
     let started = Instant::now();
     if name == "guided" {
-        return detect_guided(corpus, mutant, budget, first_seed, started);
+        return detect_guided(corpus, implementation, budget, first_seed, started);
     }
     let mut schedules = 0;
     for seed in 0..budget {
@@ -76,7 +84,7 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
             if loaded.scenario.net.is_some() {
                 continue;
             }
-            let mut subject = crate::implementation::Implementation::mutant(mutant).subject();
+            let mut subject = implementation.subject();
             let run = |chooser: &mut dyn Strategy, subject: &mut dyn crate::sim::Subject| {
                 simulate_with(&loaded.scenario, subject, chooser, false).ok()
             };
@@ -128,7 +136,13 @@ pub fn detect(corpus: &[LoadedScenario], mutant: Mutant, name: &str, budget: u64
 
 /// The guided search over the whole corpus: it picks each next scenario by energy, up to
 /// `budget` schedules per scenario on average.
-fn detect_guided(corpus: &[LoadedScenario], mutant: Mutant, budget: u64, seed: u64, started: Instant) -> Detection {
+fn detect_guided(
+    corpus: &[LoadedScenario],
+    implementation: &Implementation,
+    budget: u64,
+    seed: u64,
+    started: Instant,
+) -> Detection {
     let in_process: Vec<&LoadedScenario> = corpus.iter().filter(|loaded| loaded.scenario.net.is_none()).collect();
     let mut search = CorpusSearch::new(seed, in_process.iter().map(|loaded| &loaded.scenario));
     let total = budget * in_process.len() as u64;
@@ -137,7 +151,7 @@ fn detect_guided(corpus: &[LoadedScenario], mutant: Mutant, budget: u64, seed: u
             break;
         };
         let scenario = &in_process[index].scenario;
-        let mut subject = crate::implementation::Implementation::mutant(mutant).subject();
+        let mut subject = implementation.subject();
         let Ok(outcome) = simulate_with(scenario, subject.as_mut(), &mut run, false) else {
             continue;
         };

@@ -45,6 +45,13 @@ pub struct BenchArgs {
     /// random, pct, pct:3:8, exhaustive, guided-per-scenario, guided).
     #[arg(long = "only-strategy", value_name = "NAME")]
     only_strategies: Vec<String>,
+    /// With `--interleaving`: hunt the tier's mutants over the adapter protocol, each served by
+    /// `CMD --mutant NAME` (`CMD` an `agentsim serve` command), instead of in process.
+    #[arg(long = "impl", value_name = "CMD", requires = "interleaving")]
+    implementation: Option<String>,
+    /// With `--impl`: the bound on every wait for the adapter, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    step_timeout_ms: u64,
     /// With `--interleaving`: pct seeds per scenario for the table of PCT's detection
     /// probability per schedule beside its guarantee (0: no table).
     #[arg(long, default_value_t = 200)]
@@ -310,12 +317,23 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
     );
     let stress_budget = Duration::from_secs_f64(args.stress_budget.max(0.1));
     let repeats = args.repeats;
+    // Over the wire: naive stress drives the reference's own tasks, and the tables after the
+    // side-by-side one are the in-process reference's; only the strategies' columns run.
+    let no_stress = args.no_stress || args.implementation.is_some();
+    let where_ = match &args.implementation {
+        Some(command) => format!("over the protocol, each mutant served by `{command} --mutant NAME`"),
+        None => "in process".to_string(),
+    };
     println!(
-        "interleaving tier, side by side: {} scenarios; {} schedules per scenario per strategy; {} repetition(s); naive stress {:.1} s per mutant",
+        "interleaving tier, side by side ({where_}): {} scenarios; {} schedules per scenario per strategy; {} repetition(s); naive stress {}",
         corpus.len(),
         args.budget,
         repeats,
-        stress_budget.as_secs_f64()
+        if no_stress {
+            "not run".to_string()
+        } else {
+            format!("{:.1} s per mutant", stress_budget.as_secs_f64())
+        }
     );
     println!();
     println!("| mutant | naive stress | random | pct | pct:3:8 | exhaustive | guided per scenario | guided |");
@@ -334,7 +352,14 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
         .collect();
     for mutant in &tier {
         let mutant = *mutant;
-        let stress = if args.no_stress {
+        let hunted = match &args.implementation {
+            Some(command) => crate::implementation::Implementation::adapter(
+                format!("{command} --mutant {}", mutant.name()),
+                Duration::from_millis(args.step_timeout_ms),
+            ),
+            None => crate::implementation::Implementation::mutant(mutant),
+        };
+        let stress = if no_stress {
             "-".to_string()
         } else {
             let implementation = crate::implementation::Implementation::mutant(mutant);
@@ -352,7 +377,7 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
             let runs = if *name == "exhaustive" { 1 } else { repeats };
             let (mut sum, mut worst, mut missed, mut last) = (0, 0, 0, None);
             for repeat in 0..runs {
-                let detection = detect(&corpus, mutant, name, args.budget, repeat);
+                let detection = detect(&corpus, &hunted, name, args.budget, repeat);
                 sum += detection.schedules;
                 worst = worst.max(detection.schedules);
                 match detection.time {
@@ -377,6 +402,8 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
                 _ => format!("mean {:.0}, worst {worst}", sum as f64 / runs as f64),
             });
         }
+        // The mutant's adapter process is done with.
+        hunted.retire_pooled();
         println!("| {} | {stress} | {} |", mutant.name(), cells.join(" | "));
     }
     println!();
@@ -414,10 +441,10 @@ fn interleaving_side_by_side(args: &BenchArgs) -> u8 {
             guided.iter().sum::<f64>() / random.iter().sum::<f64>().max(1e-9)
         );
     }
-    if chosen("exhaustive") {
+    if chosen("exhaustive") && args.implementation.is_none() {
         exhaustive_space(&corpus, args.budget);
     }
-    if args.pct_seeds > 0 {
+    if args.pct_seeds > 0 && args.implementation.is_none() {
         pct_against_its_bound(&corpus, &tier, args.pct_seeds);
     }
     EXIT_PASSED

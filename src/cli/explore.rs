@@ -26,13 +26,15 @@ pub struct ExploreArgs {
     /// Scenario files or folders (default: scenarios/).
     paths: Vec<PathBuf>,
     /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | exhaustive-plain[:BOUND] | guided.
-    /// Default: guided on the in-process reference (it finds the interleaving tier in the
-    /// fewest schedules; docs/benchmarks.md, "The interleaving tier, side by side"); random
-    /// with --impl or --world net, which explore by seed. `exhaustive` enumerates each
-    /// scenario's schedules depth first, up to BOUND runs (default 10000), with partial-order
-    /// reduction: one schedule per class of schedules that differ only in the order of
-    /// independent choices (observers' answers; docs/benchmarks.md, "Exhaustive enumeration");
-    /// `exhaustive-plain` runs every distinct choice sequence.
+    /// Default: guided, on the in-process reference and on an implementation (`--impl`) alike:
+    /// it finds the interleaving tier in the fewest schedules (docs/benchmarks.md, "The
+    /// interleaving tier, side by side"); random with --world net, which explores by seed.
+    /// `exhaustive` enumerates each scenario's schedules depth first, up to BOUND runs (default
+    /// 10000), with partial-order reduction: one schedule per class of schedules that differ
+    /// only in the order of independent choices (observers' answers; docs/benchmarks.md,
+    /// "Exhaustive enumeration"); `exhaustive-plain` runs every distinct choice sequence. Over
+    /// the wire a schedule is the same choice sequence as in process: an adapter that replays
+    /// its runs the same (`--check-determinism`) takes every strategy.
     #[arg(long, value_parser = parse_strategy)]
     strategy: Option<StrategyKind>,
     /// Seeds 0..N per scenario (random, pct); for guided, N schedules per scenario on average,
@@ -52,9 +54,10 @@ pub struct ExploreArgs {
     /// Explore a deliberately broken reference.
     #[arg(long, value_parser = crate::run::parse_mutant)]
     mutant: Option<Mutant>,
-    /// Worker threads (default: the machine's cores; at least 1; capped to the scenarios, since a
-    /// worker takes a scenario at a time).
-    #[arg(long, value_parser = parse_threads)]
+    /// Workers, each with its own adapter process with `--impl` (default: the machine's cores;
+    /// at least 1; capped to the scenarios, since a worker takes a scenario at a time; guided
+    /// runs on one). `--threads` is its old name.
+    #[arg(long = "jobs", alias = "threads", value_name = "N", value_parser = parse_threads)]
     threads: Option<usize>,
     /// Explore an implementation behind the adapter protocol (`sh -c CMD`; each worker thread
     /// keeps one adapter process for all its schedules, protocol 2) instead of the in-process
@@ -97,7 +100,7 @@ pub struct ExploreArgs {
 fn parse_threads(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(threads) if threads >= 1 => Ok(threads),
-        _ => Err(format!("`{text}`: expected a number of threads of at least 1")),
+        _ => Err(format!("`{text}`: expected a number of jobs of at least 1")),
     }
 }
 
@@ -169,13 +172,11 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         },
         None => None,
     };
-    let strategy = args
-        .strategy
-        .unwrap_or(if args.implementation.is_some() || args.world == WorldKind::Net {
-            StrategyKind::Random
-        } else {
-            StrategyKind::Guided
-        });
+    let strategy = args.strategy.unwrap_or(if args.world == WorldKind::Net {
+        StrategyKind::Random
+    } else {
+        StrategyKind::Guided
+    });
     if strategy == StrategyKind::Scripted {
         eprintln!("agentsim: explore needs --strategy guided, random, pct, exhaustive or exhaustive-plain (scripted is one schedule: use `run`)");
         return EXIT_BAD_INPUT;
@@ -194,10 +195,6 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     let mutant = args.mutant;
     if args.world == WorldKind::Net && matches!(strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided) {
         eprintln!("agentsim: --world net explores by seed (random or pct), not exhaustive or guided");
-        return EXIT_BAD_INPUT;
-    }
-    if args.implementation.is_some() && matches!(strategy, StrategyKind::Exhaustive { .. } | StrategyKind::Guided) {
-        eprintln!("agentsim: exhaustive and guided exploration replay choice sequences, which only the in-process reference takes (use random or pct with --impl)");
         return EXIT_BAD_INPUT;
     }
     if args.shrink_to.is_some() && args.world == WorldKind::Net {
@@ -240,7 +237,7 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
         }
     }
     if let Some(dir) = &args.html_dir {
-        let written = crate::html::write_explore_pages(dir, &corpus, &summary, &implementation);
+        let written = crate::html::write_explore_pages(dir, &corpus, &summary);
         if let Err(code) = super::report_pages(dir, written) {
             return code;
         }

@@ -232,6 +232,11 @@ pub(super) fn enumerate(
         plain: None,
         remaining: None,
     };
+    if check_determinism {
+        // The scenario's first schedule runs on a new process, whichever worker takes it: what
+        // it follows is fixed (nothing), and so is the verdict.
+        implementation.retire_pooled();
+    }
     let mut traces: BTreeSet<String> = BTreeSet::new();
     let mut enumerator = Enumerator::new(reduced);
     let mut stopped = false;
@@ -265,7 +270,14 @@ pub(super) fn enumerate(
     if stopped && !enumeration.covered {
         return enumeration;
     }
-    let space = |reduced: bool| SpaceSize::Estimated(estimate_space(loaded, implementation, reduced));
+    // An adapter's space is the reference's, counted or estimated in process: a probe is a
+    // whole run, cheap in process and not over the wire.
+    let in_process = if implementation.is_adapter() {
+        Implementation::reference()
+    } else {
+        implementation.clone()
+    };
+    let space = |reduced: bool| SpaceSize::Estimated(estimate_space(loaded, &in_process, reduced));
     if !enumeration.covered {
         // Negative when the estimate fell below the runs already made (the estimator's
         // variance is high on lopsided trees): shown as such.
@@ -282,7 +294,7 @@ pub(super) fn enumerate(
         (true, true) => {
             let estimate = space(false);
             match estimate.value() <= f64::from(bound) {
-                true => count_plain(loaded, implementation, u64::from(bound)).unwrap_or(estimate),
+                true => count_plain(loaded, &in_process, u64::from(bound)).unwrap_or(estimate),
                 false => estimate,
             }
         }

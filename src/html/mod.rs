@@ -570,7 +570,6 @@ pub fn write_explore_pages(
     dir: &Path,
     corpus: &[LoadedScenario],
     summary: &ExploreSummary,
-    implementation: &Implementation,
 ) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
@@ -579,11 +578,11 @@ pub fn write_explore_pages(
         let Some(loaded) = corpus.iter().find(|loaded| loaded.name == failure.scenario) else {
             continue;
         };
-        // In process by the choice sequence the schedule took; an adapter by its strategy and
-        // seed, with the divergence from the reference.
-        let run = match (implementation.is_adapter(), &failure.choices) {
-            (false, Some(choices)) => failure.run.clone().choosing(choices.clone()),
-            _ => failure.run.clone(),
+        // By the choice sequence the schedule took; an adapter with the divergence from the
+        // reference.
+        let run = match &failure.choices {
+            Some(choices) => failure.run.clone().choosing(choices.clone()),
+            None => failure.run.clone(),
         };
         let report = run.execute(loaded);
         let name = page_name(&report, &format!(".{}", number + 1));

@@ -50,6 +50,18 @@ pub fn pooled_pid(command: &str, step_timeout: Duration) -> Option<u32> {
     })
 }
 
+/// Shuts down this thread's pooled adapter for `command`, if it keeps one.
+pub fn retire(command: &str, step_timeout: Duration) {
+    let retired = ADAPTERS.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        let index = pool
+            .iter()
+            .position(|subject| subject.command() == command && subject.step_timeout() == step_timeout);
+        index.map(|index| pool.swap_remove(index))
+    });
+    drop(retired);
+}
+
 impl Drop for PooledAdapter {
     fn drop(&mut self) {
         if let Some(subject) = self.0.take() {

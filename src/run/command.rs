@@ -120,9 +120,6 @@ impl ReplayArgs {
         if crash && (adapter || choices || net) {
             return Err(RunError::CrashWithOthers);
         }
-        if adapter && choices {
-            return Err(RunError::ChoicesOnAdapter);
-        }
         if self.after.is_some() && (!adapter || net || crash) {
             return Err(RunError::AfterWithoutAdapter);
         }

@@ -88,8 +88,6 @@ pub enum RunError {
     ChoicesInNet,
     #[error("--crash-at-step replays the in-process reference by seed; drop --impl, --choices and --world")]
     CrashWithOthers,
-    #[error("--choices replays the in-process reference only")]
-    ChoicesOnAdapter,
     #[error("--after runs another scenario first on an adapter process: it needs --impl, in the in-process scheduler")]
     AfterWithoutAdapter,
     #[error("{0}: a folder: replay takes one scenario file (`agentsim run {0}` runs them all)")]
@@ -111,7 +109,6 @@ impl RunError {
             RunError::InProcessNetworked => "run.in-process-networked",
             RunError::ChoicesInNet => "run.choices-in-net",
             RunError::CrashWithOthers => "run.crash-with-others",
-            RunError::ChoicesOnAdapter => "run.choices-on-adapter",
             RunError::AfterWithoutAdapter => "run.after-without-adapter",
             RunError::ScenarioFolder(_) => "run.scenario-folder",
             RunError::AfterFolder(_) => "run.after-folder",
@@ -222,9 +219,6 @@ impl Run {
         }
         if self.world.forced_net() && self.strategy() != StrategyKind::Scripted {
             return Err(RunError::StrategyInNet);
-        }
-        if adapter && choices {
-            return Err(RunError::ChoicesOnAdapter);
         }
         if self.after.is_some() && (!adapter || self.world.forced_net()) {
             return Err(RunError::AfterWithoutAdapter);

@@ -48,7 +48,6 @@ fn flags_that_cannot_describe_one_run_are_typed_errors() {
             "agentsim replay s.json --crash-at-step 3 --impl x",
             "run.crash-with-others",
         ),
-        ("agentsim replay s.json --impl x --choices 0", "run.choices-on-adapter"),
         ("agentsim replay s.json --after t.json", "run.after-without-adapter"),
         (
             "agentsim replay s.json --impl x --world net --after t.json",
@@ -154,9 +153,9 @@ fn run() -> impl Strategy<Value = Run> {
         .prop_map(|(scenario, schedule, implementation, world, judging, after)| {
             let adapter = implementation.is_adapter();
             // What cannot go together is made to: a forced networked world runs the scripted
-            // schedule from a seed, an adapter by seed, `after` only on an adapter in process.
+            // schedule from a seed, `after` only on an adapter in process.
             let schedule = match schedule {
-                Schedule::Choices(_) if world.forced_net() || adapter => Schedule::Seeded {
+                Schedule::Choices(_) if world.forced_net() => Schedule::Seeded {
                     strategy: StrategyKind::Scripted,
                     seed: 7,
                 },
