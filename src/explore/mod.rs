@@ -400,6 +400,7 @@ fn explore_guided(
             break;
         }
         let Some((index, run)) = search.next_run() else { break };
+        let not_applicable = summaries[index].1.not_applicable;
         run_one(
             &corpus[index],
             StrategyKind::Guided,
@@ -413,6 +414,10 @@ fn explore_guided(
             implementation,
             &mut summaries[index].1,
         );
+        if summaries[index].1.not_applicable > not_applicable {
+            // Declared unsupported by the implementation: its schedules find nothing.
+            search.retire(index);
+        }
         progress(schedule + 1, budget);
     }
     merged(summaries, config, out_of_time, out_of_failures)

@@ -163,7 +163,7 @@ fn trace_and_judge(
     let report = CaseReport::unrun(&loaded.name, run.clone());
     let has_net = loaded.scenario.net.is_some();
     if run.world.forced_net() || (run.world == World::Own && has_net) {
-        return in_the_networked_world(run, loaded, subject, report);
+        return in_the_networked_world(run, loaded, subject, report, reached);
     }
     // The in-process scheduler never reads the `net` block (its faults are the networked
     // world's); without it the DURABLE rules, which judge a reopened store, judge alike
@@ -228,7 +228,13 @@ fn chooser_of(run: &Run, scenario: &Scenario) -> Box<dyn Strategy> {
 /// The run in the networked world, on `subject` (lent to the world for the run) or a new
 /// one: every rule judges; the scenario's own expectations too on the canonical schedule
 /// without faults from the seed.
-fn in_the_networked_world(run: &Run, loaded: &LoadedScenario, subject: Lent<'_>, mut report: CaseReport) -> CaseReport {
+fn in_the_networked_world(
+    run: &Run,
+    loaded: &LoadedScenario,
+    subject: Lent<'_>,
+    mut report: CaseReport,
+    reached: Option<&mut Option<Reached>>,
+) -> CaseReport {
     let crashed;
     let scenario = match run.world {
         World::NetCrash { sync, .. } => {
@@ -275,12 +281,16 @@ fn in_the_networked_world(run: &Run, loaded: &LoadedScenario, subject: Lent<'_>,
             return not_run(report, failure);
         }
     };
-    let mut violations = outcome.violations(scenario);
+    let stored = outcome.stored(scenario);
+    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+    let mut violations = check::check_timeline(&timeline);
+    if let Some(reached) = reached {
+        *reached = Some(Reached::of(&timeline));
+    }
     if run.canonical() && !options.seeded_faults && run.implementation.judged_by_scenario_checks() {
-        let stored = outcome.stored(scenario);
-        let timeline = Timeline::new(scenario, &outcome.trace, &stored);
         violations.extend(check_expectations(&timeline));
     }
+    drop(timeline);
     report.judged(scenario, violations, outcome)
 }
 

@@ -31,6 +31,8 @@ pub struct CorpusSearch {
     reached: Counts,
     /// Each scenario's energy, refreshed when its search or the corpus's pairs change.
     energies: Vec<u64>,
+    /// Scenarios the implementation cannot run (declared unsupported): never drawn again.
+    retired: Vec<bool>,
 }
 
 impl CorpusSearch {
@@ -42,16 +44,18 @@ impl CorpusSearch {
             .collect();
         let reached = Counts::new();
         let energies = searches.iter().map(|search| search.energy(&reached)).collect();
+        let retired = vec![false; searches.len()];
         CorpusSearch {
             rng,
             searches,
             reached,
             energies,
+            retired,
         }
     }
 
     /// The scenario to run next (its index in the corpus given to [`CorpusSearch::new`]) and
-    /// its schedule; `None` for an empty corpus.
+    /// its schedule; `None` for an empty corpus, or one whose every scenario is retired.
     pub fn next_run(&mut self) -> Option<(usize, GuidedRun)> {
         let total: u64 = self.energies.iter().sum();
         if total == 0 {
@@ -90,13 +94,22 @@ impl CorpusSearch {
         match corpus_novel {
             // A pair new to the corpus is no longer worth the most anywhere.
             true => {
-                for (energy, search) in self.energies.iter_mut().zip(&self.searches) {
-                    *energy = search.energy(&self.reached);
+                let scenarios = self.energies.iter_mut().zip(&self.searches).zip(&self.retired);
+                for ((energy, search), retired) in scenarios {
+                    *energy = if *retired { 0 } else { search.energy(&self.reached) };
                 }
             }
+            false if self.retired[index] => {}
             false => self.energies[index] = self.searches[index].energy(&self.reached),
         }
         novel
+    }
+
+    /// Never draws scenario `index` again: the implementation cannot run it (its `hello`
+    /// declares an operation it uses unsupported), so a schedule of it finds nothing.
+    pub fn retire(&mut self, index: usize) {
+        self.retired[index] = true;
+        self.energies[index] = 0;
     }
 
     /// Counts `features` reached once more; whether one is new to the corpus.
@@ -168,6 +181,24 @@ mod tests {
     #[test]
     fn an_empty_corpus_has_no_schedule() {
         let mut search = CorpusSearch::new(0, &[]);
+        assert!(search.next_run().is_none());
+    }
+
+    /// A scenario the implementation cannot run is never drawn again once retired, whatever
+    /// the other scenarios' schedules reach; with every scenario retired there is none.
+    #[test]
+    fn a_retired_scenario_is_never_drawn_again() {
+        let corpus = corpus();
+        let mut search = CorpusSearch::new(0, &corpus);
+        search.retire(1);
+        for _ in 0..60 {
+            let (index, mut run) = search.next_run().expect("one scenario left");
+            assert_eq!(index, 0, "the retired scenario was drawn");
+            let outcome = simulate_with(&corpus[index], &mut ReferenceSubject::new(), &mut run, false)
+                .expect("the reference runs");
+            search.feedback(index, &corpus[index], &outcome);
+        }
+        search.retire(0);
         assert!(search.next_run().is_none());
     }
 }
