@@ -104,6 +104,13 @@ pub struct Finding {
     pub message: String,
 }
 
+/// A finding is judged as a violation of the scenario's own check, at its trace line.
+impl From<&Finding> for crate::check::Violation {
+    fn from(finding: &Finding) -> crate::check::Violation {
+        crate::check::Violation::of_check(finding.rule.clone(), vec![finding.line], finding.message.clone())
+    }
+}
+
 /// Everything one run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
