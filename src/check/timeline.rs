@@ -10,14 +10,14 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 
 use crate::model::{
-    path_to_borrowed, AssistantMessage, Message, PathError, Projection, SessionEntry, ToolCall, ToolResultMessage,
-    ToolSpec,
+    path_to_borrowed, AssistantMessage, Message, Operation, PathError, Projection, SessionEntry, ToolCall,
+    ToolResultMessage, ToolSpec,
 };
 use crate::runtime::{
     Cause, EffectId, HookOutcome, HookPhase, NotifyOutcome, ObservedEvent, OpId, Settlement, SignalId, ToolOutcome,
 };
 use crate::scenario::Scenario;
-use crate::trace::{AppendAnswer, Event, Operation, Trace};
+use crate::trace::{AppendAnswer, Event, Trace};
 
 /// The kinds of effect an answer completes, for looking an answer's effect up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

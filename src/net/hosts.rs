@@ -18,8 +18,8 @@ use turmoil::net::{TcpListener, TcpStream};
 
 use crate::check::Timeline;
 use crate::model::{
-    iso_timestamp, AssistantBlock, AssistantMessage, ContentBlock, SessionEntry, SessionHeader, StopReason, ToolCall,
-    ToolResultMessage, Usage,
+    iso_timestamp, AssistantBlock, AssistantMessage, ContentBlock, Operation, SessionEntry, SessionHeader, StopReason,
+    ToolCall, ToolResultMessage, Usage,
 };
 use crate::runtime::{Cause, HookOutcome, HookPhase, ModelRequest, Runtime, ToolOutcome};
 use crate::scenario::{default_disk_error, AppendFaultKind, NetPlan, Scenario, ToolStep};
@@ -31,7 +31,7 @@ use crate::sim::fakes::{model_reply, Scripts, FAKE_API, FAKE_MODEL, FAKE_PROVIDE
 use crate::sim::reference::runtime_parts;
 use crate::sim::BoxedSubject;
 use crate::store::{FileStore, SimDisk, StoreError, SyncPolicy};
-use crate::trace::{Event, Operation};
+use crate::trace::Event;
 
 use super::{Shared, IDLE_MS, MODEL_HOST, STORE_HOST};
 

@@ -24,6 +24,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use crate::model::Operation;
 use crate::runtime::{Cause, Effect, EffectId, Input, OpId, Settlement, SignalId};
 use crate::scenario::Scenario;
 use crate::sim::{Restored, Subject, SubjectFailure};
@@ -371,7 +372,7 @@ impl ExternalSubject {
         for spec in &scenario.operations {
             let operation = spec.operation();
             used.push(operation.name().to_string());
-            if let crate::trace::Operation::Mode { mode, .. } = &operation {
+            if let Operation::Mode { mode, .. } = &operation {
                 used.push(mode_key(mode));
             }
         }
@@ -404,9 +405,9 @@ fn mode_key(mode: &str) -> String {
 }
 
 /// How `hello.unsupported` names an operation: its name, or [`mode_key`] for an output mode.
-fn unsupported_name(operation: &crate::protocol::wire::WireOperation) -> String {
+fn unsupported_name(operation: &Operation) -> String {
     match operation {
-        crate::protocol::wire::WireOperation::Mode { mode, .. } => mode_key(mode),
+        Operation::Mode { mode, .. } => mode_key(mode),
         other => other.name().to_string(),
     }
 }
@@ -526,15 +527,7 @@ impl Drop for ExternalSubject {
 fn describe_wait(input: &Input) -> String {
     match input {
         Input::Complete { effect, .. } => format!("`idle` after `complete` for {effect}"),
-        other => {
-            let message = input_to_wire(other);
-            match message {
-                KitMessage::Operation { op, operation } => {
-                    format!("`idle` after operation {} ({})", OpId(op), operation.name())
-                }
-                _ => "`idle`".to_string(),
-            }
-        }
+        Input::Operation { op, operation } => format!("`idle` after operation {op} ({})", operation.name()),
     }
 }
 
@@ -699,11 +692,11 @@ impl Subject for ExternalSubject {
         // After `idle` the adapter speaks only when spoken to: a line already waiting now was
         // sent unasked (an extra `idle`, a late effect), and would be taken as this input's answer.
         self.check_unsolicited()?;
-        let wire = input_to_wire(&input);
-        if let KitMessage::Operation { op, operation } = &wire {
-            self.ops_delivered.insert(*op);
-            self.ops_named.insert(*op, unsupported_name(operation));
+        if let Input::Operation { op, operation } = &input {
+            self.ops_delivered.insert(op.0);
+            self.ops_named.insert(op.0, unsupported_name(operation));
         }
+        let wire = input_to_wire(&input);
         self.send(&wire);
         let deadline = Instant::now() + self.step_timeout;
         for _ in 0..MESSAGES_PER_STEP_MAX {

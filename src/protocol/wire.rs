@@ -164,7 +164,9 @@ pub struct WireWriteFault {
     pub error: WireCause,
 }
 
-/// An operation, as `operation.operation`.
+/// An operation, as `operation.operation`: the wire's own spelling of [`crate::model::Operation`],
+/// versioned with the protocol. Each name is the one an adapter lists in `hello.features` and
+/// `hello.unsupported`; a tidy test keeps the names those of the trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase", deny_unknown_fields)]
 pub enum WireOperation {
@@ -176,22 +178,6 @@ pub enum WireOperation {
     Abort,
     Mode { mode: String, text: String },
     Library { text: String },
-}
-
-impl WireOperation {
-    /// The name an adapter lists in `hello.features` / `hello.unsupported`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            WireOperation::Prompt { .. } => "prompt",
-            WireOperation::Flush => "flush",
-            WireOperation::Dispose => "dispose",
-            WireOperation::Steer { .. } => "steer",
-            WireOperation::FollowUp { .. } => "followUp",
-            WireOperation::Abort => "abort",
-            WireOperation::Mode { .. } => "mode",
-            WireOperation::Library { .. } => "library",
-        }
-    }
 }
 
 /// `complete.completion`.
@@ -679,15 +665,20 @@ mod tests {
 
     #[test]
     fn kit_lines_match_the_documented_shapes() {
-        let operation = input_to_wire(&Input::Prompt {
+        let operation = input_to_wire(&Input::Operation {
             op: OpId(1),
-            text: "检查 parser".into(),
+            operation: Operation::Prompt {
+                text: "检查 parser".into(),
+            },
         });
         assert_eq!(
             serde_json::to_value(&operation).unwrap(),
             json!({"type":"operation","op":1,"operation":{"op":"prompt","text":"检查 parser"}})
         );
-        let flush = input_to_wire(&Input::Flush { op: OpId(2) });
+        let flush = input_to_wire(&Input::Operation {
+            op: OpId(2),
+            operation: Operation::Flush,
+        });
         assert_eq!(
             serde_json::to_value(&flush).unwrap(),
             json!({"type":"operation","op":2,"operation":{"op":"flush"}})
@@ -720,14 +711,16 @@ mod tests {
     #[test]
     fn inputs_survive_the_wire() {
         let inputs = vec![
-            Input::Mode {
+            Input::Operation {
                 op: OpId(1),
-                mode: "json".into(),
-                text: "t".into(),
+                operation: Operation::Mode {
+                    mode: "json".into(),
+                    text: "t".into(),
+                },
             },
-            Input::Library {
+            Input::Operation {
                 op: OpId(2),
-                text: "t".into(),
+                operation: Operation::Library { text: "t".into() },
             },
             Input::Complete {
                 effect: EffectId(5),

@@ -475,7 +475,7 @@ impl<'a> World<'a> {
                     op,
                     operation: operation.clone(),
                 });
-                operation_input(op, operation)
+                Input::Operation { op, operation }
             }
             Choice::Complete { effect, .. } => {
                 let position = self
@@ -675,21 +675,6 @@ impl<'a> World<'a> {
         if let Some((effect, kind)) = planned {
             self.pending.push(Pending { effect, kind });
         }
-    }
-}
-
-/// The input that delivers `operation` as operation `op`.
-pub fn operation_input(op: OpId, operation: crate::trace::Operation) -> Input {
-    use crate::trace::Operation;
-    match operation {
-        Operation::Prompt { text } => Input::Prompt { op, text },
-        Operation::Flush => Input::Flush { op },
-        Operation::Dispose => Input::Dispose { op },
-        Operation::Steer { text } => Input::Steer { op, text },
-        Operation::FollowUp { text } => Input::FollowUp { op, text },
-        Operation::Abort => Input::Abort { op },
-        Operation::Mode { mode, text } => Input::Mode { op, mode, text },
-        Operation::Library { text } => Input::Library { op, text },
     }
 }
 

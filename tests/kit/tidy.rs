@@ -431,3 +431,65 @@ fn tidy_every_clause_has_a_checker_branch_a_bite_and_a_scenario() {
     }
     assert!(problems.is_empty(), "clauses out of step:\n{}", problems.join("\n"));
 }
+
+/// The wire names every operation as the trace does: the same set of names, spelled the same.
+/// Each kind's operation is written as the kit's `operation` line (`operation.op`, the wire's
+/// own type) and as a trace's deliver event (its JSON `operation.op` and its rendered line's
+/// verb); the line reads back to the same operation, and a scenario file's `op` spells the
+/// kind the same way.
+#[test]
+fn tidy_the_wires_operation_names_are_the_traces() {
+    use agentsim::model::{Operation, OperationKind};
+    use agentsim::protocol::convert::{input_from_wire, input_to_wire};
+    use agentsim::protocol::wire::{parse_kit_line, to_line};
+    use agentsim::runtime::{Input, OpId};
+    use agentsim::scenario::OperationSpec;
+    use agentsim::trace::{render_line, Event};
+
+    let mut wire_names = std::collections::BTreeSet::new();
+    let mut trace_names = std::collections::BTreeSet::new();
+    let mut problems = Vec::new();
+    for kind in OperationKind::ALL {
+        let operation = Operation::new(kind, Some("text"), Some("print"));
+        let input = Input::Operation {
+            op: OpId(1),
+            operation: operation.clone(),
+        };
+        let line = to_line(&input_to_wire(&input));
+        let wire: serde_json::Value = serde_json::from_str(&line).expect("a kit line is JSON");
+        let wire_name = wire["operation"]["op"].as_str().expect("`operation.op`").to_string();
+        let read_back = input_from_wire(parse_kit_line(&line).expect("the kit reads its own line"));
+        if read_back.as_ref() != Some(&input) {
+            problems.push(format!("{line} reads back as {read_back:?}"));
+        }
+
+        let event = Event::Deliver { op: OpId(1), operation };
+        let json = serde_json::to_value(&event).expect("an event serializes");
+        let trace_name = json["operation"]["op"].as_str().expect("`operation.op`").to_string();
+        let rendered = render_line(1, &event);
+        if rendered.split_whitespace().nth(2) != Some(trace_name.as_str()) {
+            problems.push(format!("the trace's JSON says `{trace_name}`, its line `{rendered}`"));
+        }
+
+        let spec: OperationSpec =
+            serde_json::from_value(serde_json::json!({ "op": kind.name() })).expect("a scenario names the kind");
+        if spec.op != kind || trace_name != kind.name() {
+            problems.push(format!(
+                "the kind `{}` is spelled `{trace_name}` in a trace",
+                kind.name()
+            ));
+        }
+        wire_names.insert(wire_name);
+        trace_names.insert(trace_name);
+    }
+    assert!(
+        problems.is_empty(),
+        "operation names out of step:\n{}",
+        problems.join("\n")
+    );
+    assert_eq!(
+        wire_names, trace_names,
+        "the wire's operation names differ from the trace's"
+    );
+    assert_eq!(wire_names.len(), OperationKind::ALL.len(), "two kinds share a name");
+}

@@ -42,6 +42,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::{pairs, Reached, Timeline};
+use crate::model::OperationKind;
 use crate::runtime::{EffectId, HookPhase, OpId, SignalId};
 use crate::scenario::Scenario;
 use crate::trace::Event;
@@ -133,10 +134,10 @@ impl InFlight {
 }
 
 /// The index of an operation kind in `check::pairs::OPERATIONS`.
-fn operation_kind(name: &str) -> usize {
+fn operation_kind(kind: OperationKind) -> usize {
     pairs::OPERATIONS
         .iter()
-        .position(|kind| *kind == name)
+        .position(|listed| *listed == kind)
         .unwrap_or(pairs::OPERATIONS.len())
 }
 
@@ -341,7 +342,7 @@ impl Tracker {
     fn track(&mut self, event: &Event) {
         match event {
             Event::Deliver { op, operation } => {
-                self.meet(DELIVERED_IN, DELIVERED_IN_SET, operation_kind(operation.name()));
+                self.meet(DELIVERED_IN, DELIVERED_IN_SET, operation_kind(operation.kind()));
                 if operation.is_prompt_like() {
                     self.running.insert(*op);
                 }
@@ -797,11 +798,7 @@ const FOCUS_ODDS: u64 = 4;
 
 /// The operation kind of each operation of `scenario`.
 fn operation_kinds(scenario: &Scenario) -> Vec<usize> {
-    scenario
-        .operations
-        .iter()
-        .map(|spec| operation_kind(spec.operation().name()))
-        .collect()
+    scenario.operations.iter().map(|spec| operation_kind(spec.op)).collect()
 }
 
 /// What a trace covered: the windows its deliveries and answers met, its rule situations and
@@ -928,7 +925,7 @@ mod tests {
                 .iter()
                 .position(|window| *window == "after-hook")
                 .expect("a window");
-            if features.contains(&feature(DELIVERED_IN, operation_kind("flush"), after_hook)) {
+            if features.contains(&feature(DELIVERED_IN, operation_kind(OperationKind::Flush), after_hook)) {
                 reached_at = Some(run_index);
                 break;
             }
