@@ -151,6 +151,11 @@ fn tidy_architecture_codemap_is_current() {
     }
     for entry in std::fs::read_dir(root.join("src")).expect("src/") {
         let name = entry.expect("an entry").file_name().to_string_lossy().into_owned();
+        // The folder of a file module (`src/x.rs` with `src/x/tests.rs`) holds parts of it,
+        // named where the file is.
+        if !name.ends_with(".rs") && root.join("src").join(format!("{name}.rs")).is_file() {
+            continue;
+        }
         let module = if name.ends_with(".rs") {
             format!("src/{name}")
         } else {
@@ -166,9 +171,11 @@ fn tidy_architecture_codemap_is_current() {
                 .lines()
                 .find(|line| line.contains(&format!("`{module}`")))
                 .expect("named above");
-            for file in std::fs::read_dir(root.join("src").join(&name)).expect("a module folder") {
+            let folder = root.join("src").join(&name);
+            for file in std::fs::read_dir(&folder).expect("a module folder") {
                 let file = file.expect("an entry").file_name().to_string_lossy().into_owned();
-                if file == "mod.rs" || file == "tests.rs" {
+                let parts_of_a_file = !file.ends_with(".rs") && folder.join(format!("{file}.rs")).is_file();
+                if file == "mod.rs" || file == "tests.rs" || parts_of_a_file {
                     continue;
                 }
                 let stem = file.trim_end_matches(".rs");
@@ -201,12 +208,18 @@ fn tidy_no_module_imports_a_higher_layer() {
     assert!(layer_of.len() > 10, "the layer table was not found: {layer_of:?}");
     let mut upward = Vec::new();
     for (module, layer) in &layer_of {
-        let path = root.join("src").join(module);
-        let files: Vec<std::path::PathBuf> = if path.is_dir() {
-            rust_files(&path)
+        // A folder module, a file module, or a file module with the folder of its parts.
+        let folder = root.join("src").join(module);
+        let file = root.join("src").join(format!("{module}.rs"));
+        let mut files: Vec<std::path::PathBuf> = if folder.is_dir() {
+            rust_files(&folder)
         } else {
-            vec![root.join("src").join(format!("{module}.rs"))]
+            Vec::new()
         };
+        if file.is_file() {
+            files.push(file);
+        }
+        assert!(!files.is_empty(), "the layer table names `{module}`, which src/ lacks");
         for file in files {
             let source = std::fs::read_to_string(&file).expect("readable");
             for (other, other_layer) in &layer_of {
