@@ -506,3 +506,41 @@ fn tidy_the_wires_operation_names_are_the_traces() {
     );
     assert_eq!(wire_names.len(), OperationKind::ALL.len(), "two kinds share a name");
 }
+
+/// No file of `src/` is longer than 700 lines unless its `//!` header says why, on a line that
+/// starts `//! Longer than 700 lines:`. A long file is split along a real seam, or the reason it
+/// is one unit is stated where a reader meets it; a file no longer long drops the line.
+#[test]
+fn tidy_no_source_file_is_over_700_lines_without_a_reason() {
+    const LINES_MAX: usize = 700;
+    const REASON: &str = "//! Longer than 700 lines:";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut long = Vec::new();
+    let mut stale = Vec::new();
+    for file in rust_files(&root.join("src")) {
+        let source = std::fs::read_to_string(&file).expect("readable");
+        let lines = source.lines().count();
+        let reason_stated = source
+            .lines()
+            .take_while(|line| line.starts_with("//!"))
+            .any(|line| line.starts_with(REASON));
+        let path = file.strip_prefix(root).unwrap_or(&file);
+        if lines > LINES_MAX && !reason_stated {
+            long.push(format!("{} ({lines} lines)", path.display()));
+        }
+        if lines <= LINES_MAX && reason_stated {
+            stale.push(format!("{} ({lines} lines)", path.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "files over {LINES_MAX} lines: split each along a seam, or state why it is one unit on a \
+         header line starting `{REASON}`:\n{}",
+        long.join("\n")
+    );
+    assert!(
+        stale.is_empty(),
+        "files of at most {LINES_MAX} lines that still say why they are longer: drop the line:\n{}",
+        stale.join("\n")
+    );
+}
