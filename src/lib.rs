@@ -13,12 +13,13 @@
 //!
 //! # Codemap
 //!
+//! - [`limits`]: every bound on input; numbers only.
 //! - [`model`]: plain data and pure functions: Pi's messages and entries, `path_to`,
 //!   `build_context`, resources, tools.
-//! - [`runtime`]: the reference Runtime as a sans-IO state machine, with the mutation switches
-//!   for the bugs that live inside one step.
-//! - [`zoo`]: the bug zoo: every named mutant, seam decorators around the reference and core
-//!   switches, and the subject each one runs as.
+//! - [`runtime`]: the reference Runtime as a sans-IO state machine; it holds no mutant, no
+//!   switch and no detour.
+//! - [`zoo`]: the bug zoo: every named mutant, each a decorator at the Subject seam that wraps
+//!   any subject (the reference, an adapter process, another mutant).
 //! - [`sim`]: the scheduler, strategies (scripted, random, pct, exhaustive with partial-order
 //!   reduction or plain, coverage-guided),
 //!   the portable PRNG, the fakes and the fault plan.
@@ -34,7 +35,11 @@
 //! - [`run`]: a run as one value (scenario, schedule, implementation, world, judging), its
 //!   replay command printed and parsed back, and the one `execute` every runner calls.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
+//! - [`implementation`]: what is under test (the reference, its variant or an adapter command,
+//!   each with or without a mutant), chosen once.
+//! - [`net`]: the networked world (turmoil) and the crash test's run.
 //! - [`deviations`]: an implementation's expected deviations (`--expect`).
+//! - [`findings`]: what failing cases come to: root causes per rule, counted in bounded memory.
 //! - [`html`]: one self-contained HTML page per case: swimlanes, the session tree, violations
 //!   with their rule's statement, and the divergence from the reference for `--impl` cases.
 //! - [`whole_file`]: the files the kit writes for its user, written whole or not at all.

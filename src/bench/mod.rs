@@ -20,7 +20,7 @@ pub mod rules;
 pub mod session;
 pub mod stress;
 
-use crate::model::ContentBlock;
+use crate::model::{ContentBlock, OperationKind};
 use crate::runtime::{Completion, Effect, HookOutcome, HookPhase, Input, OpId, Runtime, StoreOutcome, ToolOutcome};
 use crate::scenario::{LoadedScenario, Scenario};
 use crate::sim::fakes::model_reply;
@@ -209,14 +209,16 @@ fn bare_run(scenario: &Scenario) {
     let mut pending: Vec<Input> = Vec::new();
     for (index, spec) in scenario.operations.iter().enumerate() {
         let op = OpId(index as u32 + 1);
-        let text = spec.text.clone().unwrap_or_default();
-        let input = match spec.op {
-            crate::scenario::OpKind::Prompt => Input::Prompt { op, text },
-            crate::scenario::OpKind::Flush => Input::Flush { op },
-            crate::scenario::OpKind::Dispose => Input::Dispose { op },
-            _ => continue,
-        };
-        pending.push(input);
+        if !matches!(
+            spec.op,
+            OperationKind::Prompt | OperationKind::Flush | OperationKind::Dispose
+        ) {
+            continue;
+        }
+        pending.push(Input::Operation {
+            op,
+            operation: spec.operation(),
+        });
     }
     while let Some(input) = pending.pop() {
         runtime.handle_input(input).expect("the bare driver answers in kind");

@@ -1,8 +1,8 @@
 //! AGENT: the multi-step loop, steering, follow-ups, abort.
 
-use crate::model::{Message, StopReason};
+use crate::model::{Message, Operation, StopReason};
 use crate::runtime::{OpValue, RunReason, Settlement};
-use crate::trace::{Event, Operation};
+use crate::trace::Event;
 
 use super::timeline::{OpInfo, RequestInfo, Timeline};
 use super::Violation;

@@ -1,7 +1,8 @@
 //! LIFE: flush and dispose.
 
+use crate::model::Operation;
 use crate::runtime::{OpValue, Settlement};
-use crate::trace::{Event, Operation};
+use crate::trace::Event;
 
 use super::timeline::{OpInfo, Timeline};
 use super::Violation;

@@ -70,6 +70,24 @@ impl Violation {
         }
     }
 
+    /// A violation of a check that is no catalogue rule, so it names no clause: a scenario's
+    /// own check (`expect`, `model[N].expect` for a request check of the scripted model) or
+    /// the kit's (`determinism`), shown at the 1-based trace `lines`.
+    pub fn of_check(check: impl Into<String>, lines: Vec<usize>, message: impl Into<String>) -> Violation {
+        let check = check.into();
+        debug_assert!(
+            self::rule(&check).is_none(),
+            "{check} is a rule: its violations name a clause"
+        );
+        Violation {
+            rule: check,
+            clause: None,
+            lines,
+            message: message.into(),
+            evident_at: None,
+        }
+    }
+
     /// What a report names: the clause it breaks (`OBSERVE-2.b`), or the id of a scenario's
     /// own check (`expect`). Grouping and expectations go by [`Violation::rule`].
     pub fn id(&self) -> &str {

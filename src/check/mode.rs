@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::model::Message;
+use crate::model::{Message, Operation};
 use crate::runtime::{OpValue, Settlement};
-use crate::trace::{Event, Operation};
+use crate::trace::Event;
 
 use super::timeline::{OpInfo, Timeline};
 use super::Violation;

@@ -13,14 +13,22 @@
 
 use std::fmt;
 
+use crate::model::OperationKind;
 use crate::trace::Event;
 
 use super::situations::{open_at, queued_at};
 use super::timeline::{Line, Timeline};
 
 /// The operation kinds, in the order the matrix prints them.
-pub const OPERATIONS: [&str; 8] = [
-    "prompt", "mode", "library", "flush", "dispose", "steer", "followUp", "abort",
+pub const OPERATIONS: [OperationKind; 8] = [
+    OperationKind::Prompt,
+    OperationKind::Mode,
+    OperationKind::Library,
+    OperationKind::Flush,
+    OperationKind::Dispose,
+    OperationKind::Steer,
+    OperationKind::FollowUp,
+    OperationKind::Abort,
 ];
 
 /// What can be in flight when an operation arrives.
@@ -126,7 +134,7 @@ impl AnswerOrder {
 pub enum Pair {
     /// An operation of this kind delivered while `state` was in flight.
     Delivery {
-        operation: &'static str,
+        operation: OperationKind,
         state: InFlight,
     },
     Answer(AnswerOrder),
@@ -277,7 +285,7 @@ pub fn reached(timeline: &Timeline<'_>) -> Vec<usize> {
     let mut hit = [false; PAIRS];
     let states = InFlight::ALL.len();
     for info in &timeline.ops {
-        let Some(row) = OPERATIONS.iter().position(|name| *name == info.operation.name()) else {
+        let Some(row) = OPERATIONS.iter().position(|kind| *kind == info.operation.kind()) else {
             continue;
         };
         for state in in_flight_at(timeline, info.delivered) {

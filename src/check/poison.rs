@@ -1,7 +1,8 @@
 //! POISON: the first failed append poisons the runtime for good, with that cause.
 
+use crate::model::Operation;
 use crate::runtime::Settlement;
-use crate::trace::{Event, Operation};
+use crate::trace::Event;
 
 use super::timeline::Timeline;
 use super::Violation;

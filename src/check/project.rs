@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{first_json_difference, project_over, AssistantMessage, Message, Projection};
+use crate::model::{first_json_difference, project_over, AssistantMessage, Message, Operation, Projection};
 use crate::runtime::{OpId, SignalId};
-use crate::trace::{quote_short, Operation};
+use crate::trace::quote_short;
 
 use super::timeline::{Line, RequestInfo, Timeline};
 use super::Violation;

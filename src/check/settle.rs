@@ -5,8 +5,8 @@
 //! `mode.unknown`, the sink's own error). The table is [`allowed`], and conformance.md prints
 //! it.
 
+use crate::model::Operation;
 use crate::runtime::{Cause, OpValue, Settlement};
-use crate::trace::Operation;
 
 use super::timeline::{Line, OpInfo, Timeline};
 use super::Violation;

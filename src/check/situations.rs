@@ -9,9 +9,9 @@
 //! A detector reads only the [`Timeline`], like the checkers. Situations of the networked
 //! world (`World::Net`) are required only of a networked exploration.
 
-use crate::model::{EntryBody, Message, PathError};
+use crate::model::{EntryBody, Message, Operation, PathError};
 use crate::runtime::{HookOutcome, HookPhase, OpValue, RunReason, Settlement};
-use crate::trace::{AppendAnswer, Event, Operation};
+use crate::trace::{AppendAnswer, Event};
 
 use super::timeline::{Line, Timeline};
 

@@ -1,8 +1,6 @@
-//! `agentsim explore` and `agentsim mutants`: many schedules per scenario, and the bug zoo.
-//!
-//! One file: the two commands share their arguments, their corpus loading and their summary
-//! rendering; the coverage table and the interleaving matrix are rendered here because only
-//! `explore --coverage` prints them.
+//! `agentsim explore`: many schedules per scenario, the summary, and what follows it (shrinking,
+//! pages, the expectations' comparison). The coverage table is `coverage.rs`'s; `mutants`,
+//! which hunts the zoo on the same corpus loading, is `mutants.rs`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -11,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::explore::{explore, hunt_mutant, ExploreConfig, ExploreSummary};
+use crate::explore::{explore, ExploreConfig, ExploreSummary};
 use crate::implementation::Implementation;
 use crate::run::WorldKind;
 use crate::scenario::LoadedScenario;
@@ -19,6 +17,7 @@ use crate::sim::StrategyKind;
 use crate::suite;
 use crate::zoo::Mutant;
 
+use super::coverage::coverage_report;
 use super::{parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLATION};
 
 #[derive(Args)]
@@ -114,7 +113,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
     }
 }
 
-fn load(paths: Vec<PathBuf>) -> Result<Vec<LoadedScenario>, u8> {
+pub(super) fn load(paths: Vec<PathBuf>) -> Result<Vec<LoadedScenario>, u8> {
     let paths = if paths.is_empty() {
         vec![PathBuf::from("scenarios")]
     } else {
@@ -463,270 +462,6 @@ fn enumeration_line(enumeration: &crate::explore::Enumeration, bound: u32) -> St
     }
     line.push('\n');
     line
-}
-
-#[derive(Args)]
-pub struct MutantsArgs {
-    /// Scenario files or folders (default: scenarios/).
-    paths: Vec<PathBuf>,
-    /// Seeds per scenario for the random and pct hunts, when the canonical schedules do not kill.
-    #[arg(long, default_value_t = 50)]
-    seeds: u64,
-    /// Only these mutants (default: all).
-    #[arg(long = "only", value_parser = crate::run::parse_mutant)]
-    only: Vec<Mutant>,
-    /// Compare the zoo's table (each mutant's tier, killing rule, whether a canonical schedule
-    /// kills it, the case that killed it first, the schedules it took, the rules that no mutant
-    /// breaks) with this file; with `UPDATE_GOLDEN=1` in the environment, write it instead.
-    #[arg(long)]
-    golden: Option<PathBuf>,
-}
-
-pub fn run_mutants(args: MutantsArgs) -> u8 {
-    let corpus = match load(args.paths) {
-        Ok(corpus) => corpus,
-        Err(code) => return code,
-    };
-    let mutants: Vec<Mutant> = if args.only.is_empty() { Mutant::all() } else { args.only };
-    // What must stay the same when a mutant's code moves: no time, no implementation detail.
-    let mut stable = String::new();
-    let mut killed = 0;
-    let mut misplaced = Vec::new();
-    let mut rules_fired: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    println!(
-        "{:<34} {:<12} {:<11} {:<9} {:<54} {:>9} {:>10}",
-        "mutant", "tier", "rule", "canonical", "killed by (scenario, strategy, seed)", "schedules", "time"
-    );
-    for mutant in &mutants {
-        let hunt = hunt_mutant(&corpus, *mutant, args.seeds);
-        rules_fired.extend(hunt.rules.iter().cloned());
-        match &hunt.kill {
-            Some(kill) => {
-                killed += 1;
-                let by = format!("{} ({} seed {})", kill.scenario, kill.strategy.spelling(), kill.seed);
-                println!(
-                    "{:<34} {:<12} {:<11} {:<9} {:<54} {:>9} {:>8.1}ms",
-                    mutant.name(),
-                    mutant.tier(),
-                    kill.rule,
-                    if hunt.canonical { "yes" } else { "no" },
-                    by,
-                    kill.schedules,
-                    kill.elapsed.as_secs_f64() * 1000.0
-                );
-                println!("{:<34} replay: {}", "", kill.replay);
-                stable.push_str(&format!(
-                    "{} {} {} canonical={} {} {}\n",
-                    mutant.name(),
-                    mutant.tier(),
-                    kill.rule,
-                    if hunt.canonical { "yes" } else { "no" },
-                    by,
-                    kill.schedules
-                ));
-            }
-            None => {
-                println!("{:<34} {:<12} SURVIVED every rule", mutant.name(), mutant.tier());
-                stable.push_str(&format!("{} {} SURVIVED\n", mutant.name(), mutant.tier()));
-            }
-        }
-        // The interleaving tier must survive every canonical schedule.
-        if mutant.interleaving_only() && hunt.canonical {
-            misplaced.push(mutant.name());
-        }
-        if let Some(expect_only) = &hunt.expect_only {
-            println!("{:<34} (not counted: an expect-only failure, {expect_only})", "");
-        }
-    }
-    let silent: Vec<&str> = crate::check::RULE_IDS
-        .iter()
-        .copied()
-        .filter(|rule| !rules_fired.contains(*rule))
-        .collect();
-    println!(
-        "rules no mutant breaks ({}): {}",
-        silent.len(),
-        if silent.is_empty() {
-            "none".to_string()
-        } else {
-            silent.join(", ")
-        }
-    );
-    let interleaving: Vec<&Mutant> = mutants.iter().filter(|mutant| mutant.interleaving_only()).collect();
-    println!(
-        "interleaving tier: {} mutants, {} survive every canonical schedule",
-        interleaving.len(),
-        interleaving.len() - misplaced.len()
-    );
-    if !misplaced.is_empty() {
-        println!(
-            "TIER WRONG: a canonical schedule kills these interleaving-only mutants: {}",
-            misplaced.join(", ")
-        );
-    }
-    println!("killed {killed} of {} (kills by catalogue rules only)", mutants.len());
-    stable.push_str(&format!("rules no mutant breaks: {}\n", silent.join(", ")));
-    if let Some(golden) = &args.golden {
-        if let Err(problem) = compare_golden(golden, &stable) {
-            eprintln!("{problem}");
-            return EXIT_VIOLATION;
-        }
-    }
-    if killed == mutants.len() && misplaced.is_empty() {
-        EXIT_PASSED
-    } else {
-        EXIT_VIOLATION
-    }
-}
-
-/// Compares the zoo's stable table with a golden file (or writes it with `UPDATE_GOLDEN=1`).
-fn compare_golden(path: &std::path::Path, table: &str) -> Result<(), String> {
-    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|value| value == "1") {
-        return crate::whole_file::write(path, table).map_err(|error| format!("{}: {error}", path.display()));
-    }
-    let expected = std::fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display()))?;
-    if expected == table {
-        return Ok(());
-    }
-    let mut differences = String::new();
-    let expected_lines: Vec<&str> = expected.lines().collect();
-    let got_lines: Vec<&str> = table.lines().collect();
-    for index in 0..expected_lines.len().max(got_lines.len()) {
-        let (want, got) = (expected_lines.get(index), got_lines.get(index));
-        if want != got {
-            differences.push_str(&format!(
-                "  expected: {}\n  got:      {}\n",
-                want.unwrap_or(&"(nothing)"),
-                got.unwrap_or(&"(nothing)")
-            ));
-        }
-    }
-    Err(format!(
-        "the zoo's table differs from {} (UPDATE_GOLDEN=1 rewrites it):\n{differences}",
-        path.display()
-    ))
-}
-
-/// The coverage table: per rule, each situation with the traces that reached it.
-struct CoverageReport {
-    text: String,
-    json: serde_json::Value,
-    /// Situations this world can reach that no trace reached.
-    unreached: usize,
-}
-
-fn coverage_report(counts: &[u64], world: WorldKind) -> CoverageReport {
-    use crate::check::situations::{situations, World};
-    let mut text = String::from("coverage: traces that reached each rule's situations\n");
-    let mut rows = Vec::new();
-    let mut unreached = Vec::new();
-    for (situation, count) in situations().iter().zip(counts) {
-        // The in-process explorations owe every situation but the networked world's; a
-        // networked exploration owes those (its schedules follow the scenario's order).
-        let required = match world {
-            WorldKind::Sim => situation.world == World::Any,
-            WorldKind::Net => situation.world == World::Net,
-        };
-        let mark = match (*count, required) {
-            (0, true) => "UNREACHED",
-            (0, false) => "not required here",
-            _ => "",
-        };
-        text.push_str(&format!(
-            "  {:<10} {:>9}  {}{}\n",
-            situation.rule,
-            count,
-            situation.name,
-            if mark.is_empty() {
-                String::new()
-            } else {
-                format!("  [{mark}]")
-            }
-        ));
-        if *count == 0 && required {
-            unreached.push(format!("{}: {}", situation.rule, situation.name));
-        }
-        rows.push(serde_json::json!({
-            "rule": situation.rule,
-            "situation": situation.name,
-            "world": match situation.world { World::Any => "any", World::Net => "net" },
-            "traces": count,
-        }));
-    }
-    let (situation_counts, pair_counts) = counts.split_at(situations().len());
-    text.push_str(&format!(
-        "coverage: {} situations, {} reached, {} unreached\n",
-        situation_counts.len(),
-        situation_counts.iter().filter(|count| **count > 0).count(),
-        unreached.len()
-    ));
-    let situations_unreached = unreached.len();
-    let pair_rows = pair_matrix(pair_counts, world == WorldKind::Sim, &mut text, &mut unreached);
-    text.push_str(&format!(
-        "coverage: {} interleaving pairs, {} reached, {} unreached\n",
-        pair_counts.len(),
-        pair_counts.iter().filter(|count| **count > 0).count(),
-        unreached.len() - situations_unreached
-    ));
-    CoverageReport {
-        text,
-        json: serde_json::json!({"situations": rows, "pairs": pair_rows, "unreached": unreached}),
-        unreached: unreached.len(),
-    }
-}
-
-/// The interleaving matrix (`check::pairs`): per operation kind, the traces in which it arrived
-/// while each kind of effect was in flight; then the answer orders. Every pair is owed by an
-/// in-process exploration (`required`); a networked one follows the scenarios' order.
-fn pair_matrix(
-    counts: &[u64],
-    required: bool,
-    text: &mut String,
-    unreached: &mut Vec<String>,
-) -> Vec<serde_json::Value> {
-    use crate::check::pairs::{pairs, InFlight, Pair};
-    text.push_str("interleavings: traces in which each operation arrived while each effect was in flight\n");
-    text.push_str(&format!("  {:<9}", ""));
-    for state in InFlight::ALL {
-        text.push_str(&format!(" {:>13}", state.name()));
-    }
-    text.push('\n');
-    let mut rows = Vec::new();
-    for (pair, count) in pairs().iter().zip(counts) {
-        let missing = *count == 0 && required && pair.excluded().is_none();
-        if missing {
-            unreached.push(format!("interleaving: {pair}"));
-        }
-        match pair {
-            Pair::Delivery { operation, state } => {
-                if *state == InFlight::ALL[0] {
-                    text.push_str(&format!("  {operation:<9}"));
-                }
-                let cell = if missing {
-                    "UNREACHED".to_string()
-                } else {
-                    count.to_string()
-                };
-                text.push_str(&format!(" {cell:>13}"));
-                if *state == InFlight::ALL[InFlight::ALL.len() - 1] {
-                    text.push('\n');
-                }
-                rows.push(serde_json::json!({"operation": operation, "inFlight": state.name(), "traces": count}));
-            }
-            Pair::Answer(order) => {
-                let mark = match order.excluded() {
-                    Some(reason) => format!("  [excluded by the contract: {reason}]"),
-                    None if missing => "  [UNREACHED]".to_string(),
-                    None => String::new(),
-                };
-                text.push_str(&format!("  {count:>9}  {}{mark}\n", order.name()));
-                rows.push(
-                    serde_json::json!({"answerOrder": order.name(), "traces": count, "excluded": order.excluded()}),
-                );
-            }
-        }
-    }
-    rows
 }
 
 /// Failing schedules shrunk per run of `explore --shrink-to`.

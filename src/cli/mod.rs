@@ -6,10 +6,12 @@
 
 mod bench;
 mod check_session;
+mod coverage;
 mod crash_test;
 mod explore;
 mod findings;
 mod matrix;
+mod mutants;
 mod pool;
 mod report;
 mod run;
@@ -100,7 +102,7 @@ enum Command {
     /// Run each scenario under many schedules (seeds or exhaustive), checking every rule.
     Explore(explore::ExploreArgs),
     /// Run the corpus against each deliberate bug of the reference, and report what kills it.
-    Mutants(explore::MutantsArgs),
+    Mutants(mutants::MutantsArgs),
     /// Measure the kit's speed: schedules per second, scheduler overhead, exhaustive time.
     Bench(bench::BenchArgs),
     /// Check a Pi session file (JSONL), read-only: lost header, orphans, cycles, tool calls
@@ -212,7 +214,7 @@ pub fn main() -> ExitCode {
     }
     let code = match cli.command {
         Command::Explore(args) => explore::run_explore(args),
-        Command::Mutants(args) => explore::run_mutants(args),
+        Command::Mutants(args) => mutants::run_mutants(args),
         Command::Bench(args) => bench::run_bench(args),
         Command::CheckSession(args) => check_session::run_check_session(args),
         Command::CrashTest(args) => crash_test::run_crash_test(args),

@@ -64,13 +64,7 @@ pub(super) fn run_net_one(
 
 /// The violation a run that did not repeat its trace gets.
 fn nondeterministic(message: &str) -> Violation {
-    Violation {
-        rule: "determinism".into(),
-        clause: None,
-        lines: Vec::new(),
-        message: message.into(),
-        evident_at: None,
-    }
+    Violation::of_check("determinism", Vec::new(), message)
 }
 
 /// Where one schedule's choices come from.

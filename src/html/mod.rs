@@ -16,26 +16,27 @@
 //! [`write_explore_pages`], which re-runs a failing schedule to get its trace.
 //!
 //! One file: the case page's renderer and the data it embeds are one format, kept in step by
-//! the page's script (`lanes.rs`, `rules.rs`, `tree.rs` and `dashboard.rs` hold the rest).
+//! the page's script (`lanes.rs`, `rules.rs`, `tree.rs` and `dashboard.rs` hold the rest;
+//! `pages.rs` writes the pages of a run or an exploration, with their index).
 
 pub mod dashboard;
 pub mod lanes;
+mod pages;
 pub mod rules;
 mod tree;
 
 use std::collections::BTreeSet;
-use std::io;
-use std::path::{Path, PathBuf};
 
 use crate::check::Violation;
-use crate::explore::ExploreSummary;
-use crate::implementation::Implementation;
 use crate::protocol::diff::{self, Divergence};
-use crate::run::{CaseReport, Run, Verdict};
-use crate::scenario::{LoadedScenario, Scenario};
+use crate::run::{CaseReport, Verdict};
+use crate::scenario::Scenario;
 use crate::trace::{render_line, Trace};
 
 use lanes::{lane_of, spans, tick_kind, tracks_per_lane, LANES};
+pub use pages::{
+    page_file_name, page_name, reference_trace, write_explore_pages, write_page, write_run_pages, EXPLORE_PAGES_MAX,
+};
 pub use rules::rule_text;
 
 /// Width of one trace step in the swimlanes, in CSS pixels: a short trace is spread over
@@ -47,8 +48,6 @@ const LANES_WIDTH_PX: usize = 1080;
 const TRACK_PX: usize = 18;
 /// The height of one row of the rule-badge strip.
 const BADGE_ROW_PX: usize = 14;
-/// Explore writes pages for at most this many failing schedules (the first ones).
-pub const EXPLORE_PAGES_MAX: usize = 50;
 
 /// HTML-escapes text for element content and double-quoted attributes.
 pub fn escape(text: &str) -> String {
@@ -499,115 +498,6 @@ fn divergence_section(implementation: &Trace, reference: &Trace, divergence: &Di
     }
     html.push_str("</table></section>\n");
     html
-}
-
-/// The file name of a case's page: the scenario name with `/` as `-`, and `suffix`.
-pub fn page_name(report: &CaseReport, suffix: &str) -> String {
-    page_file_name(&report.name, suffix)
-}
-
-/// The page file name of the case named `name`: its characters outside `[A-Za-z0-9._-]` as
-/// `-`, so a name never leaves the folder it is written to.
-pub fn page_file_name(name: &str, suffix: &str) -> String {
-    let stem: String = name
-        .chars()
-        .map(|character| match character {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => character,
-            _ => '-',
-        })
-        .collect();
-    format!("{stem}{suffix}.html")
-}
-
-/// The reference's trace of the scenario under the same strategy and seed, for the
-/// divergence view of an `--impl` case.
-pub fn reference_trace(loaded: &LoadedScenario, report: &CaseReport) -> Option<Trace> {
-    if !report.run.implementation.is_adapter() {
-        return None;
-    }
-    let reference = Run {
-        implementation: Implementation::reference(),
-        after: None,
-        ..report.run.clone()
-    };
-    reference.execute(loaded).outcome.map(|outcome| outcome.trace)
-}
-
-/// Writes one case's page to `path`, whole or not at all.
-pub fn write_page(path: &Path, loaded: &LoadedScenario, report: &CaseReport) -> io::Result<()> {
-    let reference = reference_trace(loaded, report);
-    crate::whole_file::write(path, render_page(&loaded.scenario, report, reference.as_ref()))
-}
-
-fn is_failure(report: &CaseReport) -> bool {
-    !matches!(report.verdict, Verdict::Passed | Verdict::NotApplicable { .. })
-}
-
-/// `run --html-dir DIR`: one page per failing case, and `index.html` linking them. Returns the
-/// pages written.
-pub fn write_run_pages(dir: &Path, corpus: &[LoadedScenario], reports: &[CaseReport]) -> io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut written = Vec::new();
-    let mut index = Vec::new();
-    for report in reports.iter().filter(|report| is_failure(report)) {
-        let Some(loaded) = corpus.iter().find(|loaded| loaded.name == report.name) else {
-            continue;
-        };
-        let name = page_name(report, "");
-        let path = dir.join(&name);
-        write_page(&path, loaded, report)?;
-        index.push((name, report.name.clone(), report.status().to_string()));
-        written.push(path);
-    }
-    crate::whole_file::write(&dir.join("index.html"), index_page(&index))?;
-    Ok(written)
-}
-
-/// `explore --html-dir DIR`: a page for each of the first [`EXPLORE_PAGES_MAX`] failing
-/// schedules, re-run to get its trace (in process by its choice sequence; on an adapter by its
-/// strategy and seed, with the divergence from the reference).
-pub fn write_explore_pages(
-    dir: &Path,
-    corpus: &[LoadedScenario],
-    summary: &ExploreSummary,
-) -> io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let mut written = Vec::new();
-    let mut index = Vec::new();
-    for (number, failure) in summary.failures.iter().take(EXPLORE_PAGES_MAX).enumerate() {
-        let Some(loaded) = corpus.iter().find(|loaded| loaded.name == failure.scenario) else {
-            continue;
-        };
-        // By the choice sequence the schedule took; an adapter with the divergence from the
-        // reference.
-        let run = match &failure.choices {
-            Some(choices) => failure.run.clone().choosing(choices.clone()),
-            None => failure.run.clone(),
-        };
-        let report = run.execute(loaded);
-        let name = page_name(&report, &format!(".{}", number + 1));
-        let path = dir.join(&name);
-        write_page(&path, loaded, &report)?;
-        index.push((name, failure.origin.clone(), report.status().to_string()));
-        written.push(path);
-    }
-    crate::whole_file::write(&dir.join("index.html"), index_page(&index))?;
-    Ok(written)
-}
-
-fn index_page(pages: &[(String, String, String)]) -> String {
-    let mut items = String::new();
-    for (file, name, status) in pages {
-        items.push_str(&format!(
-            "<li><a href=\"{}\">{}</a> <span class=\"verdict {status}\">{status}</span></li>\n",
-            escape(file),
-            escape(name)
-        ));
-    }
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>agentsim: failing cases</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<h1>Failing cases ({})</h1>\n<ul id=\"pages\">\n{items}</ul>\n</body>\n</html>\n",
-        pages.len()
-    )
 }
 
 const STYLE: &str = r#"body { font: 14px/1.4 system-ui, sans-serif; margin: 16px 24px; color: #1d232a; background: #fff; }

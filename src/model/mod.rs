@@ -1,5 +1,6 @@
 //! Plain data and pure functions: messages and entries in Pi's JSON shapes, the tree walk
-//! (`path_to`), the one context projection (`build_context`), resources and tools.
+//! (`path_to`), the one context projection (`build_context`), resources, tools, and the
+//! operations a caller makes.
 //!
 //! Nothing here performs IO, keeps state between calls, or knows about scheduling.
 
@@ -7,6 +8,7 @@ pub mod context;
 pub mod difference;
 pub mod entry;
 pub mod message;
+pub mod operation;
 pub mod path;
 pub mod resources;
 pub mod tools;
@@ -21,6 +23,7 @@ pub use message::{
     AssistantBlock, AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
     UserContent, UserMessage,
 };
+pub use operation::{Operation, OperationKind};
 pub use path::{path_to, path_to_borrowed, PathError};
 pub use resources::{
     format_resource_context, is_merged_system_prompt, merge_system_prompt, Instruction, Resources, Skill,

@@ -3,12 +3,12 @@
 //! effect or a settlement, and the `start` message built from a scenario. No IO, no decisions.
 
 use super::wire::*;
+use crate::model::Operation;
 use crate::runtime::{
     Cause, ClockRule, Completion, Effect, EffectId, HookOutcome, HookPhase, IdRule, Input, ModelRequest, ObserverSpec,
     OpId, OpValue, RunReason, RunResult, Settlement, SignalId, StoreOutcome, ToolOutcome,
 };
 use crate::scenario::{default_disk_error, AppendFaultKind, Scenario};
-use crate::trace::Operation;
 
 // ---------------------------------------------------------------------------------------------
 // Conversions: domain -> wire
@@ -244,6 +244,8 @@ impl StartScenario {
     }
 }
 
+/// The operation as the wire spells it; [`Operation`]'s and [`WireOperation`]'s names are the
+/// same (a tidy test checks it), so the conversion is field for field, both ways.
 impl From<&Operation> for WireOperation {
     fn from(operation: &Operation) -> WireOperation {
         match operation.clone() {
@@ -259,24 +261,28 @@ impl From<&Operation> for WireOperation {
     }
 }
 
+impl From<WireOperation> for Operation {
+    fn from(operation: WireOperation) -> Operation {
+        match operation {
+            WireOperation::Prompt { text } => Operation::Prompt { text },
+            WireOperation::Flush => Operation::Flush,
+            WireOperation::Dispose => Operation::Dispose,
+            WireOperation::Steer { text } => Operation::Steer { text },
+            WireOperation::FollowUp { text } => Operation::FollowUp { text },
+            WireOperation::Abort => Operation::Abort,
+            WireOperation::Mode { mode, text } => Operation::Mode { mode, text },
+            WireOperation::Library { text } => Operation::Library { text },
+        }
+    }
+}
+
 /// The kit's line for one input: an `operation` or a `complete`.
 pub fn input_to_wire(input: &Input) -> KitMessage {
-    let operation = |op: &OpId, operation: WireOperation| KitMessage::Operation { op: op.0, operation };
     match input {
-        Input::Prompt { op, text } => operation(op, WireOperation::Prompt { text: text.clone() }),
-        Input::Flush { op } => operation(op, WireOperation::Flush),
-        Input::Dispose { op } => operation(op, WireOperation::Dispose),
-        Input::Steer { op, text } => operation(op, WireOperation::Steer { text: text.clone() }),
-        Input::FollowUp { op, text } => operation(op, WireOperation::FollowUp { text: text.clone() }),
-        Input::Abort { op } => operation(op, WireOperation::Abort),
-        Input::Mode { op, mode, text } => operation(
-            op,
-            WireOperation::Mode {
-                mode: mode.clone(),
-                text: text.clone(),
-            },
-        ),
-        Input::Library { op, text } => operation(op, WireOperation::Library { text: text.clone() }),
+        Input::Operation { op, operation } => KitMessage::Operation {
+            op: op.0,
+            operation: operation.into(),
+        },
         Input::Complete { effect, completion } => KitMessage::Complete {
             effect: effect.0,
             completion: completion_to_wire(completion),
@@ -424,19 +430,10 @@ pub fn effect_to_wire(effect: &Effect) -> AdapterMessage {
 pub fn input_from_wire(message: KitMessage) -> Option<Input> {
     match message {
         KitMessage::Start { .. } | KitMessage::Reset {} | KitMessage::Shutdown {} => None,
-        KitMessage::Operation { op, operation } => {
-            let op = OpId(op);
-            Some(match operation {
-                WireOperation::Prompt { text } => Input::Prompt { op, text },
-                WireOperation::Flush => Input::Flush { op },
-                WireOperation::Dispose => Input::Dispose { op },
-                WireOperation::Steer { text } => Input::Steer { op, text },
-                WireOperation::FollowUp { text } => Input::FollowUp { op, text },
-                WireOperation::Abort => Input::Abort { op },
-                WireOperation::Mode { mode, text } => Input::Mode { op, mode, text },
-                WireOperation::Library { text } => Input::Library { op, text },
-            })
-        }
+        KitMessage::Operation { op, operation } => Some(Input::Operation {
+            op: OpId(op),
+            operation: operation.into(),
+        }),
         KitMessage::Complete { effect, completion } => Some(Input::Complete {
             effect: EffectId(effect),
             completion: completion_from_wire(completion),

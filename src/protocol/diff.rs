@@ -321,9 +321,8 @@ impl Renumber {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{AssistantMessage, StopReason, Usage};
+    use crate::model::{AssistantMessage, Operation, StopReason, Usage};
     use crate::runtime::{Cause, OpId};
-    use crate::trace::Operation;
 
     fn assistant(model: &str, text: &str) -> AssistantMessage {
         AssistantMessage {

@@ -376,14 +376,8 @@ fn in_process_judged(
     }
     let scenario_checks = report.run.implementation.judged_by_scenario_checks();
     if canonical {
-        for finding in outcome.findings.iter().filter(|_| scenario_checks) {
-            violations.push(Violation {
-                rule: finding.rule.clone(),
-                clause: None,
-                lines: vec![finding.line],
-                message: finding.message.clone(),
-                evident_at: None,
-            });
+        if scenario_checks {
+            violations.extend(outcome.findings.iter().map(Violation::from));
         }
         if let Some(error) = never_delivered(loaded, &outcome) {
             drop(timeline);
@@ -431,15 +425,13 @@ fn judge_undelivered(loaded: &LoadedScenario, case: &mut CaseReport) {
     let mut violations = outcome.violations(scenario);
     if let Some(Event::End { undelivered, .. }) = outcome.trace.events.last() {
         if let Some(op) = undelivered.first() {
-            violations.push(Violation {
-                rule: "expect".into(),
-                clause: None,
-                lines: vec![outcome.trace.events.len()],
-                message: format!(
+            violations.push(Violation::of_check(
+                "expect",
+                vec![outcome.trace.events.len()],
+                format!(
                     "{op} was never delivered: its `after` condition never held on this implementation (it holds on the reference)"
                 ),
-                evident_at: None,
-            });
+            ));
         }
     }
     case.violations = check::cause::order_by_cause(scenario, &outcome.trace, &outcome.stored(scenario), violations);

@@ -6,7 +6,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{AssistantMessage, ContentBlock, Message, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
+use crate::model::{
+    AssistantMessage, ContentBlock, Message, Operation, OperationKind, SessionEntry, ToolCall, ToolResultMessage,
+    ToolSpec,
+};
 
 /// An operation: one call a caller makes (prompt, flush, dispose, steer, followUp, abort, mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -41,43 +44,36 @@ impl std::fmt::Display for SignalId {
 /// What a caller or the world tells the runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
-    Prompt {
-        op: OpId,
-        text: String,
-    },
-    Flush {
-        op: OpId,
-    },
-    Dispose {
-        op: OpId,
-    },
-    Steer {
-        op: OpId,
-        text: String,
-    },
-    FollowUp {
-        op: OpId,
-        text: String,
-    },
-    Abort {
-        op: OpId,
-    },
-    /// `runMode(runtime, mode, prompt, io)`; `mode` is checked before any prompt.
-    Mode {
-        op: OpId,
-        mode: String,
-        text: String,
-    },
-    /// `runLibrary(runtime, prompt)`: the closing exercise's adapter returning `{reason, text}`.
-    Library {
-        op: OpId,
-        text: String,
-    },
+    /// A caller's call, numbered `op` by the driver.
+    Operation { op: OpId, operation: Operation },
     /// The world finished (or advanced, for model chunks) one pending effect.
-    Complete {
-        effect: EffectId,
-        completion: Completion,
-    },
+    Complete { effect: EffectId, completion: Completion },
+}
+
+impl Input {
+    /// The number of the operation this input delivers; `None` for a completion.
+    pub fn op(&self) -> Option<OpId> {
+        match self {
+            Input::Operation { op, .. } => Some(*op),
+            Input::Complete { .. } => None,
+        }
+    }
+
+    /// The operation this input delivers; `None` for a completion.
+    pub fn operation(&self) -> Option<&Operation> {
+        match self {
+            Input::Operation { operation, .. } => Some(operation),
+            Input::Complete { .. } => None,
+        }
+    }
+
+    /// The number of the operation this input delivers, when it is of `kind`.
+    pub fn op_of_kind(&self, kind: OperationKind) -> Option<OpId> {
+        match self {
+            Input::Operation { op, operation } if operation.kind() == kind => Some(*op),
+            _ => None,
+        }
+    }
 }
 
 /// How the world answered one effect.

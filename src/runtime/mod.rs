@@ -33,8 +33,8 @@ mod queue;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::{
-    merge_system_prompt, path_to, AssistantMessage, ContextBudget, Message, PathError, Resources, SessionEntry,
-    StopReason, ToolRegistry, Usage,
+    merge_system_prompt, path_to, AssistantMessage, ContextBudget, Message, Operation, PathError, Resources,
+    SessionEntry, StopReason, ToolRegistry, Usage,
 };
 
 pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentState, AgentStep, AgentView, SubscriptionId};
@@ -304,7 +304,8 @@ impl Runtime {
     }
 
     /// The agent's controls: state, subscription, steer, followUp, abort. There is no prompt
-    /// here; new work enters only through `Input::Prompt`, so nothing skips persistence.
+    /// here; new work enters only through a prompt-like `Input::Operation`, so nothing skips
+    /// persistence.
     ///
     /// ```compile_fail
     /// # fn f(runtime: &mut agentsim::runtime::Runtime) {
@@ -377,29 +378,35 @@ impl Runtime {
 
     pub fn handle_input(&mut self, input: Input) -> Result<(), InputError> {
         match input {
-            Input::Prompt { op, text } => self.handle_prompt(op, Purpose::Prompt, text),
-            Input::Mode { op, mode, text } => match Mode::parse(&mode) {
-                Some(mode) => self.handle_prompt(op, Purpose::Mode(mode), text),
-                None => self.settle(op, Settlement::Rejected(unknown_mode_cause(&mode))),
-            },
-            Input::Library { op, text } => self.handle_prompt(op, Purpose::Library, text),
-            Input::Flush { op } => self.handle_flush(op),
-            Input::Dispose { op } => self.handle_dispose(op),
-            Input::Steer { op, text } => {
-                self.control().steer(text);
-                self.settle(op, Settlement::Resolved(OpValue::Unit));
-            }
-            Input::FollowUp { op, text } => {
-                self.control().follow_up(text);
-                self.settle(op, Settlement::Resolved(OpValue::Unit));
-            }
-            Input::Abort { op } => {
-                self.control().abort();
-                self.settle(op, Settlement::Resolved(OpValue::Unit));
-            }
+            Input::Operation { op, operation } => self.handle_operation(op, operation),
             Input::Complete { effect, completion } => return self.handle_complete(effect, completion),
         }
         Ok(())
+    }
+
+    fn handle_operation(&mut self, op: OpId, operation: Operation) {
+        match operation {
+            Operation::Prompt { text } => self.handle_prompt(op, Purpose::Prompt, text),
+            Operation::Mode { mode, text } => match Mode::parse(&mode) {
+                Some(mode) => self.handle_prompt(op, Purpose::Mode(mode), text),
+                None => self.settle(op, Settlement::Rejected(unknown_mode_cause(&mode))),
+            },
+            Operation::Library { text } => self.handle_prompt(op, Purpose::Library, text),
+            Operation::Flush => self.handle_flush(op),
+            Operation::Dispose => self.handle_dispose(op),
+            Operation::Steer { text } => {
+                self.control().steer(text);
+                self.settle(op, Settlement::Resolved(OpValue::Unit));
+            }
+            Operation::FollowUp { text } => {
+                self.control().follow_up(text);
+                self.settle(op, Settlement::Resolved(OpValue::Unit));
+            }
+            Operation::Abort => {
+                self.control().abort();
+                self.settle(op, Settlement::Resolved(OpValue::Unit));
+            }
+        }
     }
 
     fn handle_complete(&mut self, effect: EffectId, completion: Completion) -> Result<(), InputError> {

@@ -4,9 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{ContextBudget, StopReason, ToolCall, ToolSpec};
+use crate::model::{ContextBudget, Operation, OperationKind, StopReason, ToolCall, ToolSpec};
 use crate::runtime::{ClockRule, IdRule};
-use crate::trace::Operation;
 
 /// The networked world's settings and its planned faults (`net`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -294,23 +293,10 @@ mod double_option {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum OpKind {
-    Prompt,
-    Flush,
-    Dispose,
-    Steer,
-    FollowUp,
-    Abort,
-    Mode,
-    Library,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationSpec {
-    pub op: OpKind,
+    pub op: OperationKind,
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]
@@ -322,20 +308,7 @@ pub struct OperationSpec {
 
 impl OperationSpec {
     pub fn operation(&self) -> Operation {
-        let text = self.text.clone().unwrap_or_default();
-        match self.op {
-            OpKind::Prompt => Operation::Prompt { text },
-            OpKind::Flush => Operation::Flush,
-            OpKind::Dispose => Operation::Dispose,
-            OpKind::Steer => Operation::Steer { text },
-            OpKind::FollowUp => Operation::FollowUp { text },
-            OpKind::Abort => Operation::Abort,
-            OpKind::Mode => Operation::Mode {
-                mode: self.mode.clone().unwrap_or_default(),
-                text,
-            },
-            OpKind::Library => Operation::Library { text },
-        }
+        Operation::new(self.op, self.text.as_deref(), self.mode.as_deref())
     }
 }
 

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::limits;
+use crate::model::OperationKind;
 
 use super::locate::{parse_path, Segment};
 use super::*;
@@ -269,10 +270,7 @@ pub(super) fn validate(scenario: &Scenario, known_rules: &[&str]) -> Result<(), 
         return Err(at("operations", "a scenario needs at least one operation"));
     }
     for (index, spec) in operations.iter().enumerate() {
-        let needs_text = matches!(
-            spec.op,
-            OpKind::Prompt | OpKind::Steer | OpKind::FollowUp | OpKind::Mode | OpKind::Library
-        );
+        let needs_text = spec.op.takes_text();
         if needs_text && spec.text.is_none() {
             return Err(at(&format!("operations[{index}].text"), "this operation needs `text`"));
         }
@@ -282,7 +280,7 @@ pub(super) fn validate(scenario: &Scenario, known_rules: &[&str]) -> Result<(), 
                 "this operation takes no `text`",
             ));
         }
-        if (spec.op == OpKind::Mode) != spec.mode.is_some() {
+        if (spec.op == OperationKind::Mode) != spec.mode.is_some() {
             return Err(at(
                 &format!("operations[{index}].mode"),
                 "`mode` is required for a mode operation and allowed nowhere else",
@@ -359,7 +357,7 @@ fn check_after(after: After, index: usize, scenario: &Scenario) -> Result<(), St
     let mode_ops = scenario
         .operations
         .iter()
-        .filter(|spec| spec.op == OpKind::Mode)
+        .filter(|spec| spec.op == OperationKind::Mode)
         .count() as u64;
     let (count, limit, what) = match after {
         After::Settled(op) => {

@@ -29,13 +29,13 @@ use std::rc::Rc;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::model::{AssistantMessage, SessionEntry, ToolCall, ToolResultMessage};
+use crate::model::{AssistantMessage, Operation, SessionEntry, ToolCall, ToolResultMessage};
 use crate::runtime::{
     Cause, Completion, Effect, EffectId, HookOutcome, HookPhase, Input, ModelRequest, NotifyOutcome, ObservedEvent,
     OpId, OpValue, RunResult, Runtime, Settlement, StoreOutcome, ToolOutcome,
 };
 use crate::sim::{Subject, SubjectFailure};
-use crate::trace::{AppendAnswer, Event, Operation};
+use crate::trace::{AppendAnswer, Event};
 
 /// A boxed future a service returns; it runs on the shell's `LocalSet`.
 pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
@@ -365,7 +365,7 @@ impl<C: Core> Driver<C> {
                         op,
                         operation: operation.clone(),
                     });
-                    crate::sim::operation_input(op, operation)
+                    Input::Operation { op, operation }
                 }
                 Message::Chunk { effect, text } => {
                     self.observe(Event::ModelChunk {

@@ -104,6 +104,13 @@ pub struct Finding {
     pub message: String,
 }
 
+/// A finding is judged as a violation of the scenario's own check, at its trace line.
+impl From<&Finding> for crate::check::Violation {
+    fn from(finding: &Finding) -> crate::check::Violation {
+        crate::check::Violation::of_check(finding.rule.clone(), vec![finding.line], finding.message.clone())
+    }
+}
+
 /// Everything one run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
@@ -468,7 +475,7 @@ impl<'a> World<'a> {
                     op,
                     operation: operation.clone(),
                 });
-                operation_input(op, operation)
+                Input::Operation { op, operation }
             }
             Choice::Complete { effect, .. } => {
                 let position = self
@@ -668,21 +675,6 @@ impl<'a> World<'a> {
         if let Some((effect, kind)) = planned {
             self.pending.push(Pending { effect, kind });
         }
-    }
-}
-
-/// The input that delivers `operation` as operation `op`.
-pub fn operation_input(op: OpId, operation: crate::trace::Operation) -> Input {
-    use crate::trace::Operation;
-    match operation {
-        Operation::Prompt { text } => Input::Prompt { op, text },
-        Operation::Flush => Input::Flush { op },
-        Operation::Dispose => Input::Dispose { op },
-        Operation::Steer { text } => Input::Steer { op, text },
-        Operation::FollowUp { text } => Input::FollowUp { op, text },
-        Operation::Abort => Input::Abort { op },
-        Operation::Mode { mode, text } => Input::Mode { op, mode, text },
-        Operation::Library { text } => Input::Library { op, text },
     }
 }
 

@@ -1,5 +1,6 @@
 //! The reference Runtime as a Subject, in process.
 
+use crate::model::Operation;
 use crate::runtime::{
     AgentEvent, Cause, Completion, Effect, EffectId, Input, InputError, OtherReaders, Runtime, RuntimeConfig,
     RuntimeDeps, StoreOutcome, SubscriptionId,
@@ -198,7 +199,10 @@ impl SelfCheck {
     fn before(&mut self, input: &Input) {
         self.chunk = None;
         match input {
-            Input::Dispose { .. } => self.disposed = true,
+            Input::Operation {
+                operation: Operation::Dispose,
+                ..
+            } => self.disposed = true,
             Input::Complete { effect, completion } => match completion {
                 Completion::ModelChunk { text } => {
                     match self.streamed.iter_mut().find(|(id, _)| id == effect) {

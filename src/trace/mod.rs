@@ -8,60 +8,11 @@
 
 use serde::Serialize;
 
-use crate::model::{AssistantMessage, Message, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
+use crate::model::{AssistantMessage, Message, Operation, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
 use crate::runtime::{
     Cause, Effect, EffectId, HookOutcome, HookPhase, NotifyOutcome, ObservedEvent, OpId, OpValue, Settlement, SignalId,
     ToolOutcome,
 };
-
-/// An operation as the scenario states it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "op", rename_all = "camelCase")]
-pub enum Operation {
-    Prompt { text: String },
-    Flush,
-    Dispose,
-    Steer { text: String },
-    FollowUp { text: String },
-    Abort,
-    Mode { mode: String, text: String },
-    Library { text: String },
-}
-
-impl Operation {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Operation::Prompt { .. } => "prompt",
-            Operation::Flush => "flush",
-            Operation::Dispose => "dispose",
-            Operation::Steer { .. } => "steer",
-            Operation::FollowUp { .. } => "followUp",
-            Operation::Abort => "abort",
-            Operation::Mode { .. } => "mode",
-            Operation::Library { .. } => "library",
-        }
-    }
-
-    /// Whether the operation asks the runtime for an agent run (prompt, mode, library).
-    pub fn is_prompt_like(&self) -> bool {
-        matches!(
-            self,
-            Operation::Prompt { .. } | Operation::Mode { .. } | Operation::Library { .. }
-        )
-    }
-
-    /// The prompt text of a prompt-like operation.
-    pub fn text(&self) -> Option<&str> {
-        match self {
-            Operation::Prompt { text }
-            | Operation::Steer { text }
-            | Operation::FollowUp { text }
-            | Operation::Mode { text, .. }
-            | Operation::Library { text } => Some(text),
-            _ => None,
-        }
-    }
-}
 
 /// How the store answered an append.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::SessionEntry;
+use crate::model::{Operation, SessionEntry};
 use crate::runtime::{
     unknown_mode_cause, Cause, Completion, Effect, EffectId, Input, Mode, OpId, OpValue, Settlement, StoreOutcome,
 };
@@ -26,26 +26,19 @@ struct Poisoned {
 
 impl Poisoned {
     fn input(&self, input: Input, seam: &mut Seam) {
-        let settlement = match &input {
-            Input::Mode { mode, .. } if Mode::parse(mode).is_none() => Settlement::Rejected(unknown_mode_cause(mode)),
-            Input::Prompt { .. } | Input::Mode { .. } | Input::Library { .. } | Input::Flush { .. } => {
+        let Input::Operation { op, operation } = input else {
+            return;
+        };
+        let settlement = match &operation {
+            Operation::Mode { mode, .. } if Mode::parse(mode).is_none() => {
+                Settlement::Rejected(unknown_mode_cause(mode))
+            }
+            Operation::Prompt { .. } | Operation::Mode { .. } | Operation::Library { .. } | Operation::Flush => {
                 Settlement::Rejected(self.cause.clone())
             }
-            Input::Dispose { .. } | Input::Steer { .. } | Input::FollowUp { .. } | Input::Abort { .. } => {
+            Operation::Dispose | Operation::Steer { .. } | Operation::FollowUp { .. } | Operation::Abort => {
                 Settlement::Resolved(OpValue::Unit)
             }
-            Input::Complete { .. } => return,
-        };
-        let op = match input {
-            Input::Prompt { op, .. }
-            | Input::Mode { op, .. }
-            | Input::Library { op, .. }
-            | Input::Flush { op }
-            | Input::Dispose { op }
-            | Input::Steer { op, .. }
-            | Input::FollowUp { op, .. }
-            | Input::Abort { op } => op,
-            Input::Complete { .. } => return,
         };
         seam.settle(op, settlement);
     }
@@ -77,21 +70,6 @@ fn answers_at_once(effect: &Effect, current: Option<OpId>) -> bool {
         Effect::AbortSignal { .. } => true,
         Effect::Settled { op, .. } => Some(*op) == current,
         _ => false,
-    }
-}
-
-/// The operation an input from the world is, if it is one.
-fn operation(input: &Input) -> Option<OpId> {
-    match input {
-        Input::Prompt { op, .. }
-        | Input::Mode { op, .. }
-        | Input::Library { op, .. }
-        | Input::Flush { op }
-        | Input::Dispose { op }
-        | Input::Steer { op, .. }
-        | Input::FollowUp { op, .. }
-        | Input::Abort { op } => Some(*op),
-        Input::Complete { .. } => None,
     }
 }
 
@@ -137,7 +115,7 @@ impl Bug for Pipelined {
         if let Some(poisoned) = &self.poisoned {
             return poisoned.input(input, seam);
         }
-        self.current = operation(&input);
+        self.current = input.op();
         match input {
             Input::Complete {
                 effect,
@@ -237,7 +215,7 @@ impl Bug for ResolveBeforeLastAppend {
         if let Some(poisoned) = &self.poisoned {
             return poisoned.input(input, seam);
         }
-        self.current = operation(&input);
+        self.current = input.op();
         match input {
             Input::Complete {
                 effect,

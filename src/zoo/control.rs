@@ -1,7 +1,7 @@
 //! Control bugs: `abort()`, `steer()` and `followUp()` wired to the wrong place or settled at
 //! the wrong time, and the step bound read wrong.
 
-use crate::model::StopReason;
+use crate::model::{Operation, StopReason};
 use crate::runtime::{Cause, Completion, Effect, EffectId, Input, OpValue, RunReason, RunResult, Settlement, SignalId};
 use crate::scenario::Scenario;
 
@@ -15,7 +15,10 @@ pub(crate) struct AbortIgnored;
 impl Bug for AbortIgnored {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         match input {
-            Input::Abort { op } => seam.settle(op, Settlement::Resolved(OpValue::Unit)),
+            Input::Operation {
+                op,
+                operation: Operation::Abort,
+            } => seam.settle(op, Settlement::Resolved(OpValue::Unit)),
             input => seam.deliver(input),
         }
     }
@@ -39,8 +42,26 @@ pub(crate) struct WrongQueue {
 impl Bug for WrongQueue {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         seam.deliver(match (self.meant, input) {
-            (Queue::Steer, Input::Steer { op, text }) => Input::FollowUp { op, text },
-            (Queue::FollowUp, Input::FollowUp { op, text }) => Input::Steer { op, text },
+            (
+                Queue::Steer,
+                Input::Operation {
+                    op,
+                    operation: Operation::Steer { text },
+                },
+            ) => Input::Operation {
+                op,
+                operation: Operation::FollowUp { text },
+            },
+            (
+                Queue::FollowUp,
+                Input::Operation {
+                    op,
+                    operation: Operation::FollowUp { text },
+                },
+            ) => Input::Operation {
+                op,
+                operation: Operation::Steer { text },
+            },
             (_, input) => input,
         });
     }

@@ -1,5 +1,6 @@
 //! Lifecycle bugs: how `dispose()` closes the runtime and what later calls are told.
 
+use crate::model::Operation;
 use crate::runtime::{Cause, Effect, Input, OpId, Settlement};
 
 use super::seam::{Bug, Seam};
@@ -15,7 +16,10 @@ pub(crate) struct DisposeClosesLate {
 impl Bug for DisposeClosesLate {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         match input {
-            Input::Dispose { op } if !seam.watch().prompts.is_empty() => self.held.push(op),
+            Input::Operation {
+                op,
+                operation: Operation::Dispose,
+            } if !seam.watch().prompts.is_empty() => self.held.push(op),
             input => seam.deliver(input),
         }
     }
@@ -24,7 +28,10 @@ impl Bug for DisposeClosesLate {
         seam.emit(effect);
         if seam.watch().prompts.is_empty() {
             for op in self.held.drain(..) {
-                seam.deliver(Input::Dispose { op });
+                seam.deliver(Input::Operation {
+                    op,
+                    operation: Operation::Dispose,
+                });
             }
         }
     }

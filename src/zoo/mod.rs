@@ -25,6 +25,7 @@ mod settle;
 mod window;
 mod wiring;
 
+use crate::model::OperationKind;
 use crate::sim::BoxedSubject;
 
 /// How a mutant's decorator is built, fresh for every run.
@@ -227,27 +228,27 @@ zoo! {
     StartedLeafIsLastEntry = "started-leaf-is-last-entry", canonical, || Box::<restore::StartedLeafIsLastEntry>::default();
     /// The abort is wired to the agent only between tool rounds: while an after hook runs, it
     /// is dropped.
-    AbortLostDuringAfterHook = "abort-lost-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Abort, window::Window::AfterHook));
+    AbortLostDuringAfterHook = "abort-lost-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Abort, window::Window::AfterHook));
     /// The abort reaches only the run's first stream: during a later request it is dropped.
-    AbortLostOnLaterRequest = "abort-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Abort, window::Window::LaterRequest));
+    AbortLostOnLaterRequest = "abort-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Abort, window::Window::LaterRequest));
     /// The stream counts as done once its last chunk arrived: an abort before the final
     /// message is dropped.
-    AbortLostAfterLastChunk = "abort-lost-after-last-chunk", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Abort, window::Window::AfterLastChunk));
+    AbortLostAfterLastChunk = "abort-lost-after-last-chunk", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Abort, window::Window::AfterLastChunk));
     /// A steer while an after hook runs is dropped (the host holds the agent's queue).
-    SteerLostDuringAfterHook = "steer-lost-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::AfterHook));
+    SteerLostDuringAfterHook = "steer-lost-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Steer, window::Window::AfterHook));
     /// A steer while a tool runs is dropped.
-    SteerLostDuringTool = "steer-lost-during-tool", canonical, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::Tool));
+    SteerLostDuringTool = "steer-lost-during-tool", canonical, || Box::new(window::ResolvedInWindow::new(OperationKind::Steer, window::Window::Tool));
     /// A follow-up during a later request of the run is dropped.
-    FollowUpLostOnLaterRequest = "follow-up-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::FollowUp, window::Window::LaterRequest));
+    FollowUpLostOnLaterRequest = "follow-up-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::FollowUp, window::Window::LaterRequest));
     /// dispose() waits for the agent, not the store: with no prompt queued it resolves while
     /// the last run's appends are in flight.
-    DisposeIgnoresPersistingRun = "dispose-ignores-persisting-run", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::PersistingRun));
+    DisposeIgnoresPersistingRun = "dispose-ignores-persisting-run", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Dispose, window::Window::PersistingRun));
     /// flush() waits for the agent, not the store: it resolves while appends are in flight.
-    FlushIgnoresPersistingRun = "flush-ignores-persisting-run", canonical, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::PersistingRun));
+    FlushIgnoresPersistingRun = "flush-ignores-persisting-run", canonical, || Box::new(window::ResolvedInWindow::new(OperationKind::Flush, window::Window::PersistingRun));
     /// flush() checks "no model stream open": it resolves while a tool runs.
-    FlushResolvesDuringTool = "flush-resolves-during-tool", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::Tool));
+    FlushResolvesDuringTool = "flush-resolves-during-tool", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Flush, window::Window::Tool));
     /// dispose() checks "no model stream open": it resolves while a tool runs.
-    DisposeResolvesDuringTool = "dispose-resolves-during-tool", canonical, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::Tool));
+    DisposeResolvesDuringTool = "dispose-resolves-during-tool", canonical, || Box::new(window::ResolvedInWindow::new(OperationKind::Dispose, window::Window::Tool));
     /// A sink error that comes back after the next run got a model response is reported as a
     /// mode error of the runtime's own.
     WriteErrorWrappedWhenLate = "write-error-wrapped-when-late", interleaving, || Box::new(modes::WriteErrorWrapped::new(modes::WriteErrors::Late));
@@ -256,40 +257,40 @@ zoo! {
     /// settlement is written after the next run's first model request.
     SettledAfterNextRunStarts = "settled-after-next-run-starts", canonical, || Box::<window::SettledAfterNextRunStarts>::default();
     /// A steer during a later request of the run is dropped.
-    SteerLostOnLaterRequest = "steer-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::LaterRequest));
+    SteerLostOnLaterRequest = "steer-lost-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Steer, window::Window::LaterRequest));
     /// flush() resolves while an after hook runs.
-    FlushResolvesDuringAfterHook = "flush-resolves-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::AfterHook));
+    FlushResolvesDuringAfterHook = "flush-resolves-during-after-hook", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Flush, window::Window::AfterHook));
     /// flush() resolves during a later request of the run (it watches the first stream only).
-    FlushResolvesOnLaterRequest = "flush-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::LaterRequest));
+    FlushResolvesOnLaterRequest = "flush-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Flush, window::Window::LaterRequest));
     /// dispose() resolves during a later request of the run (it watches the first stream only).
-    DisposeResolvesOnLaterRequest = "dispose-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::LaterRequest));
+    DisposeResolvesOnLaterRequest = "dispose-resolves-on-later-request", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Dispose, window::Window::LaterRequest));
     /// A prompt that lands while a before hook runs is refused as busy (the guard reads the
     /// extension host's flag).
-    PromptRefusedDuringBeforeHook = "prompt-refused-during-before-hook", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Prompt, window::Window::BeforeHook));
+    PromptRefusedDuringBeforeHook = "prompt-refused-during-before-hook", interleaving, || Box::new(window::RefusedInWindow::new(OperationKind::Prompt, window::Window::BeforeHook));
     /// A prompt that lands while an after hook runs is refused as busy.
-    PromptRefusedDuringAfterHook = "prompt-refused-during-after-hook", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Prompt, window::Window::AfterHook));
+    PromptRefusedDuringAfterHook = "prompt-refused-during-after-hook", interleaving, || Box::new(window::RefusedInWindow::new(OperationKind::Prompt, window::Window::AfterHook));
     /// A mode call that lands while a tool runs is refused as busy.
-    ModeRefusedDuringTool = "mode-refused-during-tool", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Mode, window::Window::Tool));
+    ModeRefusedDuringTool = "mode-refused-during-tool", interleaving, || Box::new(window::RefusedInWindow::new(OperationKind::Mode, window::Window::Tool));
     /// A mode call that lands while an append is in flight is refused as busy (the guard reads
     /// the store client's flag).
-    ModeRefusedWhilePersisting = "mode-refused-while-persisting", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Mode, window::Window::Append));
+    ModeRefusedWhilePersisting = "mode-refused-while-persisting", interleaving, || Box::new(window::RefusedInWindow::new(OperationKind::Mode, window::Window::Append));
     /// A mode call that lands while another mode's write is in flight is refused as busy (one
     /// sink at a time).
-    ModeRefusedDuringWrite = "mode-refused-during-write", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Mode, window::Window::ModeWrite));
+    ModeRefusedDuringWrite = "mode-refused-during-write", interleaving, || Box::new(window::RefusedInWindow::new(OperationKind::Mode, window::Window::ModeWrite));
     /// A library call that lands while a run's first append is in flight is refused as busy.
-    LibraryRefusedOnFirstAppend = "library-refused-on-first-append", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Library, window::Window::FirstAppend));
+    LibraryRefusedOnFirstAppend = "library-refused-on-first-append", interleaving, || Box::new(window::RefusedInWindow::new(OperationKind::Library, window::Window::FirstAppend));
     /// A library call that lands while a mode's write is in flight is refused as busy.
-    LibraryRefusedDuringWrite = "library-refused-during-write", interleaving, || Box::new(window::RefusedInWindow::new(window::Call::Library, window::Window::ModeWrite));
+    LibraryRefusedDuringWrite = "library-refused-during-write", interleaving, || Box::new(window::RefusedInWindow::new(OperationKind::Library, window::Window::ModeWrite));
     /// flush() resolves at once while a before hook runs.
-    FlushResolvesDuringBeforeHook = "flush-resolves-during-before-hook", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Flush, window::Window::BeforeHook));
+    FlushResolvesDuringBeforeHook = "flush-resolves-during-before-hook", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Flush, window::Window::BeforeHook));
     /// dispose() resolves at once while a mode's write is in flight (it waits for the agent,
     /// not the sink).
-    DisposeResolvesDuringWrite = "dispose-resolves-during-write", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Dispose, window::Window::ModeWrite));
+    DisposeResolvesDuringWrite = "dispose-resolves-during-write", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Dispose, window::Window::ModeWrite));
     /// A steer that lands while a run's later append is in flight is dropped (the run's steering
     /// queue is cleared when its persisting ends).
-    SteerLostWhilePersisting = "steer-lost-while-persisting", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::Steer, window::Window::LaterAppend));
+    SteerLostWhilePersisting = "steer-lost-while-persisting", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::Steer, window::Window::LaterAppend));
     /// A follow-up that lands while an append is in flight is dropped.
-    FollowUpLostWhilePersisting = "follow-up-lost-while-persisting", interleaving, || Box::new(window::ResolvedInWindow::new(window::Operation::FollowUp, window::Window::Append));
+    FollowUpLostWhilePersisting = "follow-up-lost-while-persisting", interleaving, || Box::new(window::ResolvedInWindow::new(OperationKind::FollowUp, window::Window::Append));
 }
 
 impl Mutant {

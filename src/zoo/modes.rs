@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::model::Operation;
 use crate::runtime::{Cause, Completion, Effect, Input, OpValue, RunReason, Settlement, StoreOutcome};
 
 use super::seam::{Bug, Seam};
@@ -14,13 +15,16 @@ pub(crate) struct UnknownModeFallsBackToPrint;
 impl Bug for UnknownModeFallsBackToPrint {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         seam.deliver(match input {
-            Input::Mode { op, mode, text } if !matches!(mode.as_str(), "interactive" | "print" | "json") => {
-                Input::Mode {
-                    op,
+            Input::Operation {
+                op,
+                operation: Operation::Mode { mode, text },
+            } if !matches!(mode.as_str(), "interactive" | "print" | "json") => Input::Operation {
+                op,
+                operation: Operation::Mode {
                     mode: "print".into(),
                     text,
-                }
-            }
+                },
+            },
             input => input,
         });
     }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::SessionEntry;
+use crate::model::{Operation, SessionEntry};
 use crate::runtime::{
     unknown_mode_cause, Cause, Completion, Effect, EffectId, Input, Mode, OpId, Settlement, StoreOutcome,
 };
@@ -74,18 +74,24 @@ impl Bug for FailureNotPoison {
                 self.poison.get_or_insert(cause);
                 seam.answer(effect, Completion::Append(StoreOutcome::Ok));
             }
-            Input::Prompt { op, .. } | Input::Mode { op, .. } | Input::Library { op, .. }
-                if self.after == AfterFailure::QueueRuns && self.poison.is_some() =>
+            Input::Operation { op, operation }
+                if operation.is_prompt_like() && self.after == AfterFailure::QueueRuns && self.poison.is_some() =>
             {
-                let cause = match &input {
-                    Input::Mode { mode, .. } if Mode::parse(mode).is_none() => unknown_mode_cause(mode),
+                let cause = match &operation {
+                    Operation::Mode { mode, .. } if Mode::parse(mode).is_none() => unknown_mode_cause(mode),
                     _ => self.poison.clone().expect("checked above"),
                 };
                 seam.settle(op, Settlement::Rejected(cause));
             }
-            Input::Flush { op } => {
+            Input::Operation {
+                op,
+                operation: Operation::Flush,
+            } => {
                 self.flushes.insert(op);
-                seam.deliver(Input::Flush { op });
+                seam.deliver(Input::Operation {
+                    op,
+                    operation: Operation::Flush,
+                });
             }
             other => {
                 if let Input::Complete { effect, .. } = &other {

@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 
+use crate::model::Operation;
 use crate::runtime::{disposed_cause, Cause, Effect, Input, Mode, OpId, Settlement};
 
 use super::seam::{Bug, Seam};
@@ -92,7 +93,10 @@ impl HeldQueue {
     /// A prompt after dispose: the runtime refuses it at once (its poison first), whether or
     /// not the dispose has reached it yet.
     fn after_dispose(&mut self, input: Input, seam: &mut Seam) {
-        let dispose_held = self.held.iter().any(|held| matches!(held, Input::Dispose { .. }));
+        let dispose_held = self
+            .held
+            .iter()
+            .any(|held| held.operation() == Some(&Operation::Dispose));
         match op_of(&input) {
             Some(op) if dispose_held => {
                 let cause = seam.watch().poison.clone().unwrap_or_else(disposed_cause);
@@ -111,18 +115,16 @@ impl HeldQueue {
 }
 
 fn is_prompt(input: &Input) -> bool {
-    matches!(input, Input::Prompt { .. } | Input::Mode { .. } | Input::Library { .. })
+    input.operation().is_some_and(Operation::is_prompt_like)
 }
 
 fn unknown_mode(input: &Input) -> bool {
-    matches!(input, Input::Mode { mode, .. } if Mode::parse(mode).is_none())
+    matches!(input.operation(), Some(Operation::Mode { mode, .. }) if Mode::parse(mode).is_none())
 }
 
+/// The prompt-like operation an input is, if it is one.
 fn op_of(input: &Input) -> Option<OpId> {
-    match input {
-        Input::Prompt { op, .. } | Input::Mode { op, .. } | Input::Library { op, .. } => Some(*op),
-        _ => None,
-    }
+    input.op().filter(|_| is_prompt(input))
 }
 
 impl Bug for HeldQueue {
@@ -138,7 +140,10 @@ impl Bug for HeldQueue {
                 self.held.push_back(input);
                 self.release(seam);
             }
-            Input::Dispose { op } if !self.disposing && self.policy != Policy::Lifo => {
+            Input::Operation {
+                op,
+                operation: Operation::Dispose,
+            } if !self.disposing && self.policy != Policy::Lifo => {
                 self.disposing = true;
                 let op = *op;
                 let queued: Vec<Input> = self.held.drain(..).collect();
@@ -150,15 +155,30 @@ impl Bug for HeldQueue {
                         seam.settle(queued_op, Settlement::Rejected(cause));
                     }
                 }
-                seam.deliver(Input::Dispose { op });
+                seam.deliver(Input::Operation {
+                    op,
+                    operation: Operation::Dispose,
+                });
             }
-            Input::Dispose { .. } if self.holds_prompts() => {
+            Input::Operation {
+                operation: Operation::Dispose,
+                ..
+            } if self.holds_prompts() => {
                 self.disposing = true;
                 self.held.push_back(input);
             }
-            Input::Flush { .. } if self.abandoned => {}
-            Input::Flush { .. } if self.holds_prompts() => self.held.push_back(input),
-            Input::Dispose { .. } => {
+            Input::Operation {
+                operation: Operation::Flush,
+                ..
+            } if self.abandoned => {}
+            Input::Operation {
+                operation: Operation::Flush,
+                ..
+            } if self.holds_prompts() => self.held.push_back(input),
+            Input::Operation {
+                operation: Operation::Dispose,
+                ..
+            } => {
                 self.disposing = true;
                 seam.deliver(input);
             }
@@ -203,13 +223,19 @@ pub(crate) struct DisposeNotIdempotent {
 impl Bug for DisposeNotIdempotent {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         match input {
-            Input::Dispose { op } if self.disposed => {
+            Input::Operation {
+                op,
+                operation: Operation::Dispose,
+            } if self.disposed => {
                 let cause = Cause::new("runtime.already_disposed", "dispose() was already called");
                 seam.settle(op, Settlement::Rejected(cause));
             }
-            Input::Dispose { op } => {
+            input @ Input::Operation {
+                operation: Operation::Dispose,
+                ..
+            } => {
                 self.disposed = true;
-                seam.deliver(Input::Dispose { op });
+                seam.deliver(input);
             }
             other => seam.deliver(other),
         }
@@ -223,9 +249,12 @@ pub(crate) struct FlushCreatesWork;
 impl Bug for FlushCreatesWork {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         match input {
-            Input::Flush { op } if seam.watch().poison.is_none() => seam.deliver(Input::Prompt {
+            Input::Operation {
                 op,
-                text: String::new(),
+                operation: Operation::Flush,
+            } if seam.watch().poison.is_none() => seam.deliver(Input::Operation {
+                op,
+                operation: Operation::Prompt { text: String::new() },
             }),
             other => seam.deliver(other),
         }

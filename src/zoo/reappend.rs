@@ -138,7 +138,7 @@ impl Reappend {
 impl Bug for Reappend {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         match &input {
-            Input::Prompt { op, .. } | Input::Mode { op, .. } | Input::Library { op, .. } => {
+            Input::Operation { op, operation } if operation.is_prompt_like() => {
                 if let (Stale::AtCall, Some((start, so_far))) = (self.stale, self.active) {
                     self.called_at.insert(*op, start + so_far);
                 }

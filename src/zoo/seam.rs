@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::model::{
-    build_context, merge_system_prompt, path_to, ContextBudget, Message, Resources, SessionEntry, ToolSpec,
+    build_context, merge_system_prompt, path_to, ContextBudget, Message, Operation, Resources, SessionEntry, ToolSpec,
 };
 use crate::runtime::{
     Cause, ClockRule, Completion, Effect, EffectId, HookPhase, IdRule, Input, OpId, Settlement, StoreOutcome,
@@ -186,18 +186,20 @@ impl Watch {
 
     fn saw_input(&mut self, input: &Input) {
         match input {
-            Input::Prompt { op, .. } | Input::Mode { op, .. } | Input::Library { op, .. } => {
-                self.prompts.push(*op);
-                self.prompt_ops.insert(*op);
-            }
-            Input::Steer { op, .. } | Input::FollowUp { op, .. } | Input::Abort { op } => self.controls.push(*op),
-            Input::Dispose { op } => {
-                self.disposed = true;
-                self.waits.insert(*op, true);
-            }
-            Input::Flush { op } => {
-                self.waits.insert(*op, false);
-            }
+            Input::Operation { op, operation } => match operation {
+                Operation::Prompt { .. } | Operation::Mode { .. } | Operation::Library { .. } => {
+                    self.prompts.push(*op);
+                    self.prompt_ops.insert(*op);
+                }
+                Operation::Steer { .. } | Operation::FollowUp { .. } | Operation::Abort => self.controls.push(*op),
+                Operation::Dispose => {
+                    self.disposed = true;
+                    self.waits.insert(*op, true);
+                }
+                Operation::Flush => {
+                    self.waits.insert(*op, false);
+                }
+            },
             Input::Complete { effect, completion } => match completion {
                 Completion::ModelChunk { .. } => {
                     if let Some((_, _, streamed)) = self.model.as_mut() {

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::{Operation, OperationKind};
 use crate::runtime::{Cause, Effect, Input, OpId, OpValue, Settlement};
 
 use super::seam::{Bug, Seam, Watch};
@@ -28,8 +29,20 @@ pub(crate) struct RefusedAfterDispose(pub Refused);
 impl Bug for RefusedAfterDispose {
     fn input(&mut self, input: Input, seam: &mut Seam) {
         let refused = match (self.0, &input) {
-            (Refused::Flush, Input::Flush { op }) => Some(*op),
-            (Refused::Control, Input::Steer { op, .. } | Input::FollowUp { op, .. } | Input::Abort { op }) => Some(*op),
+            (
+                Refused::Flush,
+                Input::Operation {
+                    op,
+                    operation: Operation::Flush,
+                },
+            ) => Some(*op),
+            (
+                Refused::Control,
+                Input::Operation {
+                    op,
+                    operation: Operation::Steer { .. } | Operation::FollowUp { .. } | Operation::Abort,
+                },
+            ) => Some(*op),
             _ => None,
         };
         match refused {
@@ -42,17 +55,17 @@ impl Bug for RefusedAfterDispose {
     }
 }
 
-/// A wiring that changes how one kind of operation settles: `of` picks the operations of that
-/// kind from the inputs that send them, and `rewrite` gives one's new settlement from the one the
+/// A wiring that changes how one kind of operation settles: the operations of kind `of`, and
+/// `rewrite` gives one's new settlement from the one the
 /// subject gave and what crossed the seam (`None`: passed on unchanged).
 pub(crate) struct Resettled {
-    of: fn(&Input) -> Option<OpId>,
+    of: OperationKind,
     rewrite: fn(&Settlement, &Watch) -> Option<Settlement>,
     ops: BTreeSet<OpId>,
 }
 
 impl Resettled {
-    fn boxed(of: fn(&Input) -> Option<OpId>, rewrite: fn(&Settlement, &Watch) -> Option<Settlement>) -> Box<dyn Bug> {
+    fn boxed(of: OperationKind, rewrite: fn(&Settlement, &Watch) -> Option<Settlement>) -> Box<dyn Bug> {
         Box::new(Resettled {
             of,
             rewrite,
@@ -63,7 +76,7 @@ impl Resettled {
 
 impl Bug for Resettled {
     fn input(&mut self, input: Input, seam: &mut Seam) {
-        if let Some(op) = (self.of)(&input) {
+        if let Some(op) = input.op_of_kind(self.of) {
             self.ops.insert(op);
         }
         seam.deliver(input);
@@ -83,40 +96,21 @@ impl Bug for Resettled {
     }
 }
 
-fn dispose_op(input: &Input) -> Option<OpId> {
-    match input {
-        Input::Dispose { op } => Some(*op),
-        _ => None,
-    }
-}
-
-fn library_op(input: &Input) -> Option<OpId> {
-    match input {
-        Input::Library { op, .. } => Some(*op),
-        _ => None,
-    }
-}
-
-fn mode_op(input: &Input) -> Option<OpId> {
-    match input {
-        Input::Mode { op, .. } => Some(*op),
-        _ => None,
-    }
-}
-
 /// dispose() reports what it closes on: on a poisoned runtime it rejects with the poison's
 /// cause (a `finally` that rethrows the queue's failure) instead of resolving.
 pub(crate) fn dispose_rejects_with_poison() -> Box<dyn Bug> {
-    Resettled::boxed(dispose_op, |settlement, watch| match (settlement, &watch.poison) {
-        (Settlement::Resolved(_), Some(poison)) => Some(Settlement::Rejected(poison.clone())),
-        _ => None,
+    Resettled::boxed(OperationKind::Dispose, |settlement, watch| {
+        match (settlement, &watch.poison) {
+            (Settlement::Resolved(_), Some(poison)) => Some(Settlement::Rejected(poison.clone())),
+            _ => None,
+        }
     })
 }
 
 /// The library adapter wraps every failure in an error of its own (`library.failed`) instead of
 /// passing the runtime's cause on.
 pub(crate) fn library_wraps_its_rejection() -> Box<dyn Bug> {
-    Resettled::boxed(library_op, |settlement, _| match settlement {
+    Resettled::boxed(OperationKind::Library, |settlement, _| match settlement {
         Settlement::Rejected(cause) => Some(Settlement::Rejected(Cause::new(
             "library.failed",
             format!("the run failed: {}", cause.message),
@@ -128,7 +122,7 @@ pub(crate) fn library_wraps_its_rejection() -> Box<dyn Bug> {
 /// An output mode writes its result and returns nothing: the mode's operation resolves without
 /// the run result the table says it carries.
 pub(crate) fn mode_resolves_with_nothing() -> Box<dyn Bug> {
-    Resettled::boxed(mode_op, |settlement, _| match settlement {
+    Resettled::boxed(OperationKind::Mode, |settlement, _| match settlement {
         Settlement::Resolved(OpValue::Run(_)) => Some(Settlement::Resolved(OpValue::Unit)),
         _ => None,
     })
@@ -137,7 +131,7 @@ pub(crate) fn mode_resolves_with_nothing() -> Box<dyn Bug> {
 /// An unknown mode name is refused with a code of the runtime's own (`mode.unsupported`)
 /// instead of `mode.unknown`.
 pub(crate) fn unknown_mode_code_renamed() -> Box<dyn Bug> {
-    Resettled::boxed(mode_op, |settlement, _| match settlement {
+    Resettled::boxed(OperationKind::Mode, |settlement, _| match settlement {
         Settlement::Rejected(cause) if cause.code == "mode.unknown" => Some(Settlement::Rejected(Cause::new(
             "mode.unsupported",
             cause.message.clone(),

@@ -14,38 +14,10 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::OperationKind;
 use crate::runtime::{Cause, Effect, HookPhase, Input, OpId, OpValue, Settlement};
 
 use super::seam::{Bug, Seam};
-
-/// The operations a window bug mishandles.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Operation {
-    Abort,
-    Steer,
-    FollowUp,
-    Flush,
-    Dispose,
-}
-
-impl Operation {
-    /// The operation `input` is, if it is of this kind.
-    fn op_of(self, input: &Input) -> Option<OpId> {
-        match (self, input) {
-            (Operation::Abort, Input::Abort { op })
-            | (Operation::Steer, Input::Steer { op, .. })
-            | (Operation::FollowUp, Input::FollowUp { op, .. })
-            | (Operation::Flush, Input::Flush { op })
-            | (Operation::Dispose, Input::Dispose { op }) => Some(*op),
-            _ => None,
-        }
-    }
-
-    /// A control call is dropped once resolved; a flush or a dispose still reaches the runtime.
-    fn is_dropped(self) -> bool {
-        matches!(self, Operation::Abort | Operation::Steer | Operation::FollowUp)
-    }
-}
 
 /// What may be in flight when an operation lands.
 #[derive(Debug, Clone, Copy)]
@@ -98,14 +70,16 @@ impl Window {
 /// reaches the runtime); a flush or a dispose still goes on, and the runtime's own settlement
 /// of it is dropped.
 pub(crate) struct ResolvedInWindow {
-    operation: Operation,
+    /// Abort, steer, followUp, flush or dispose; a prompt-like call is [`RefusedInWindow`]'s.
+    operation: OperationKind,
     window: Window,
     /// Operations resolved here whose settlement by the runtime is still to come.
     resolved_early: BTreeSet<OpId>,
 }
 
 impl ResolvedInWindow {
-    pub fn new(operation: Operation, window: Window) -> ResolvedInWindow {
+    pub fn new(operation: OperationKind, window: Window) -> ResolvedInWindow {
+        debug_assert!(!operation.is_prompt_like(), "a call is refused, never resolved early");
         ResolvedInWindow {
             operation,
             window,
@@ -116,14 +90,18 @@ impl ResolvedInWindow {
 
 impl Bug for ResolvedInWindow {
     fn input(&mut self, input: Input, seam: &mut Seam) {
-        let Some(op) = self.operation.op_of(&input) else {
+        let Some(op) = input.op_of_kind(self.operation) else {
             return seam.deliver(input);
         };
         if !self.window.is_open(seam) {
             return seam.deliver(input);
         }
         seam.settle(op, Settlement::Resolved(OpValue::Unit));
-        if self.operation.is_dropped() {
+        // A control call is dropped once resolved; a flush or a dispose still reaches the runtime.
+        if matches!(
+            self.operation,
+            OperationKind::Abort | OperationKind::Steer | OperationKind::FollowUp
+        ) {
             return;
         }
         self.resolved_early.insert(op);
@@ -138,42 +116,28 @@ impl Bug for ResolvedInWindow {
     }
 }
 
-/// The prompt-like operations a busy guard refuses.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Call {
-    Prompt,
-    Mode,
-    Library,
-}
-
-impl Call {
-    fn op_of(self, input: &Input) -> Option<OpId> {
-        match (self, input) {
-            (Call::Prompt, Input::Prompt { op, .. })
-            | (Call::Mode, Input::Mode { op, .. })
-            | (Call::Library, Input::Library { op, .. }) => Some(*op),
-            _ => None,
-        }
-    }
-}
-
 /// A busy guard that reads the wrong flag: a call of one kind that lands while one window is
 /// open is refused `runtime.busy` instead of queued (a runtime that checks "a hook is running"
 /// or "the store is writing" where it should enqueue). It never reaches the runtime.
 pub(crate) struct RefusedInWindow {
-    call: Call,
+    /// Prompt, mode or library.
+    call: OperationKind,
     window: Window,
 }
 
 impl RefusedInWindow {
-    pub fn new(call: Call, window: Window) -> RefusedInWindow {
+    pub fn new(call: OperationKind, window: Window) -> RefusedInWindow {
+        debug_assert!(
+            call.is_prompt_like(),
+            "a busy guard refuses only a call that starts a run"
+        );
         RefusedInWindow { call, window }
     }
 }
 
 impl Bug for RefusedInWindow {
     fn input(&mut self, input: Input, seam: &mut Seam) {
-        match self.call.op_of(&input) {
+        match input.op_of_kind(self.call) {
             Some(op) if self.window.is_open(seam) => {
                 let cause = Cause::new("runtime.busy", "the runtime is busy; try again later");
                 seam.settle(op, Settlement::Rejected(cause));
@@ -195,8 +159,10 @@ pub(crate) struct SettledAfterNextRunStarts {
 
 impl Bug for SettledAfterNextRunStarts {
     fn input(&mut self, input: Input, seam: &mut Seam) {
-        if let Input::Prompt { op, .. } | Input::Mode { op, .. } | Input::Library { op, .. } = &input {
-            self.prompts.insert(*op);
+        if let Input::Operation { op, operation } = &input {
+            if operation.is_prompt_like() {
+                self.prompts.insert(*op);
+            }
         }
         seam.deliver(input);
     }

@@ -2,11 +2,11 @@
 //! bad traces of the bites in `bite.rs` that no mutant of the zoo makes alone. Each edit is a bug
 //! an implementation could have, written on the trace it would leave.
 
-use agentsim::model::{EntryBody, Message, SessionEntry, StopReason, UserContent};
+use agentsim::model::{EntryBody, Message, Operation, SessionEntry, StopReason, UserContent};
 use agentsim::runtime::{
     Cause, EffectId, HookPhase, ObservedEvent, OpValue, RunReason, RunResult, Settlement, SignalId,
 };
-use agentsim::trace::{Event, Operation, Trace};
+use agentsim::trace::{Event, Trace};
 
 /// The observed events of one kind, in trace order.
 fn told(trace: &mut Trace, keep: fn(&ObservedEvent) -> bool) -> Vec<&mut ObservedEvent> {

@@ -226,9 +226,9 @@ fn a_different_but_correct_implementation_has_no_divergence_that_matters() {
 /// and none with it.
 #[test]
 fn a_cut_short_runs_first_request_is_judged_only_when_nothing_but_its_prompt_precedes_it() {
-    use agentsim::model::{Message, UserContent, UserMessage};
+    use agentsim::model::{Message, Operation, UserContent, UserMessage};
     use agentsim::runtime::OpId;
-    use agentsim::trace::{Event, Operation};
+    use agentsim::trace::Event;
 
     let (scenario, outcome) = &reject_at_first_append();
     let project_1 = |trace: &agentsim::trace::Trace| project_1_violations(scenario, outcome, trace);

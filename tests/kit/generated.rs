@@ -9,11 +9,11 @@
 
 use std::path::PathBuf;
 
-use agentsim::model::{ContextBudget, Message, SessionEntry, ToolCall};
+use agentsim::model::{ContextBudget, Message, OperationKind, SessionEntry, ToolCall};
 use agentsim::runtime::{Cause, ClockRule, IdRule};
 use agentsim::scenario::{
     After, AfterAnswer, AppendFault, AppendFaultKind, BeforeAnswer, Config, Expectations, ExtensionScript, FaultPlan,
-    ModelStep, OpKind, OperationSpec, RewrittenResult, Scenario, ToolScript, ToolStep,
+    ModelStep, OperationSpec, RewrittenResult, Scenario, ToolScript, ToolStep,
 };
 use agentsim::sim::reference::ReferenceSubject;
 use agentsim::sim::{make_strategy, simulate, StrategyKind};
@@ -130,15 +130,15 @@ fn fault() -> impl Strategy<Value = AppendFault> {
 }
 
 /// An operation and where it lands: (kind, after-condition selector).
-fn operation() -> impl Strategy<Value = (OpKind, u8, u32)> {
+fn operation() -> impl Strategy<Value = (OperationKind, u8, u32)> {
     let kind = prop_oneof![
-        6 => Just(OpKind::Prompt),
-        1 => Just(OpKind::Flush),
-        1 => Just(OpKind::Dispose),
-        1 => Just(OpKind::Steer),
-        1 => Just(OpKind::FollowUp),
-        1 => Just(OpKind::Abort),
-        1 => Just(OpKind::Library),
+        6 => Just(OperationKind::Prompt),
+        1 => Just(OperationKind::Flush),
+        1 => Just(OperationKind::Dispose),
+        1 => Just(OperationKind::Steer),
+        1 => Just(OperationKind::FollowUp),
+        1 => Just(OperationKind::Abort),
+        1 => Just(OperationKind::Library),
     ];
     (kind, 0u8..5, 1u32..3)
 }
@@ -171,13 +171,13 @@ prop_compose! {
             .iter()
             .enumerate()
             .map(|(index, (kind, when, count))| {
-                if *kind == OpKind::Prompt || *kind == OpKind::Library {
+                if *kind == OperationKind::Prompt || *kind == OperationKind::Library {
                     prompts += 1;
                 }
                 let text = match kind {
-                    OpKind::Prompt | OpKind::Library => Some(format!("prompt {index}")),
-                    OpKind::Steer => Some(format!("steer {index}")),
-                    OpKind::FollowUp => Some(format!("follow {index}")),
+                    OperationKind::Prompt | OperationKind::Library => Some(format!("prompt {index}")),
+                    OperationKind::Steer => Some(format!("steer {index}")),
+                    OperationKind::FollowUp => Some(format!("follow {index}")),
                     _ => None,
                 };
                 let after = match when {
@@ -191,7 +191,7 @@ prop_compose! {
             })
             .collect();
         if prompts == 0 {
-            specs.insert(0, OperationSpec { op: OpKind::Prompt, text: Some("first".into()), mode: None, after: None });
+            specs.insert(0, OperationSpec { op: OperationKind::Prompt, text: Some("first".into()), mode: None, after: None });
         }
         Scenario {
             version: 1,

@@ -151,8 +151,9 @@ fn the_checks_catch_what_they_claim_to() {
 /// cannot pass by meeting none.
 #[test]
 fn no_mode_is_blamed_for_a_rejection_the_state_explains() {
+    use agentsim::model::Operation;
     use agentsim::runtime::Settlement;
-    use agentsim::trace::{Event, Operation};
+    use agentsim::trace::Event;
     let (mut after_poison, mut after_dispose) = (0, 0);
     for case in cases() {
         let Some(outcome) = &case.outcome else { continue };

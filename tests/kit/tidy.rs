@@ -151,6 +151,11 @@ fn tidy_architecture_codemap_is_current() {
     }
     for entry in std::fs::read_dir(root.join("src")).expect("src/") {
         let name = entry.expect("an entry").file_name().to_string_lossy().into_owned();
+        // The folder of a file module (`src/x.rs` with `src/x/tests.rs`) holds parts of it,
+        // named where the file is.
+        if !name.ends_with(".rs") && root.join("src").join(format!("{name}.rs")).is_file() {
+            continue;
+        }
         let module = if name.ends_with(".rs") {
             format!("src/{name}")
         } else {
@@ -166,9 +171,11 @@ fn tidy_architecture_codemap_is_current() {
                 .lines()
                 .find(|line| line.contains(&format!("`{module}`")))
                 .expect("named above");
-            for file in std::fs::read_dir(root.join("src").join(&name)).expect("a module folder") {
+            let folder = root.join("src").join(&name);
+            for file in std::fs::read_dir(&folder).expect("a module folder") {
                 let file = file.expect("an entry").file_name().to_string_lossy().into_owned();
-                if file == "mod.rs" || file == "tests.rs" {
+                let parts_of_a_file = !file.ends_with(".rs") && folder.join(format!("{file}.rs")).is_file();
+                if file == "mod.rs" || file == "tests.rs" || parts_of_a_file {
                     continue;
                 }
                 let stem = file.trim_end_matches(".rs");
@@ -201,12 +208,18 @@ fn tidy_no_module_imports_a_higher_layer() {
     assert!(layer_of.len() > 10, "the layer table was not found: {layer_of:?}");
     let mut upward = Vec::new();
     for (module, layer) in &layer_of {
-        let path = root.join("src").join(module);
-        let files: Vec<std::path::PathBuf> = if path.is_dir() {
-            rust_files(&path)
+        // A folder module, a file module, or a file module with the folder of its parts.
+        let folder = root.join("src").join(module);
+        let file = root.join("src").join(format!("{module}.rs"));
+        let mut files: Vec<std::path::PathBuf> = if folder.is_dir() {
+            rust_files(&folder)
         } else {
-            vec![root.join("src").join(format!("{module}.rs"))]
+            Vec::new()
         };
+        if file.is_file() {
+            files.push(file);
+        }
+        assert!(!files.is_empty(), "the layer table names `{module}`, which src/ lacks");
         for file in files {
             let source = std::fs::read_to_string(&file).expect("readable");
             for (other, other_layer) in &layer_of {
@@ -430,4 +443,104 @@ fn tidy_every_clause_has_a_checker_branch_a_bite_and_a_scenario() {
         }
     }
     assert!(problems.is_empty(), "clauses out of step:\n{}", problems.join("\n"));
+}
+
+/// The wire names every operation as the trace does: the same set of names, spelled the same.
+/// Each kind's operation is written as the kit's `operation` line (`operation.op`, the wire's
+/// own type) and as a trace's deliver event (its JSON `operation.op` and its rendered line's
+/// verb); the line reads back to the same operation, and a scenario file's `op` spells the
+/// kind the same way.
+#[test]
+fn tidy_the_wires_operation_names_are_the_traces() {
+    use agentsim::model::{Operation, OperationKind};
+    use agentsim::protocol::convert::{input_from_wire, input_to_wire};
+    use agentsim::protocol::wire::{parse_kit_line, to_line};
+    use agentsim::runtime::{Input, OpId};
+    use agentsim::scenario::OperationSpec;
+    use agentsim::trace::{render_line, Event};
+
+    let mut wire_names = std::collections::BTreeSet::new();
+    let mut trace_names = std::collections::BTreeSet::new();
+    let mut problems = Vec::new();
+    for kind in OperationKind::ALL {
+        let operation = Operation::new(kind, Some("text"), Some("print"));
+        let input = Input::Operation {
+            op: OpId(1),
+            operation: operation.clone(),
+        };
+        let line = to_line(&input_to_wire(&input));
+        let wire: serde_json::Value = serde_json::from_str(&line).expect("a kit line is JSON");
+        let wire_name = wire["operation"]["op"].as_str().expect("`operation.op`").to_string();
+        let read_back = input_from_wire(parse_kit_line(&line).expect("the kit reads its own line"));
+        if read_back.as_ref() != Some(&input) {
+            problems.push(format!("{line} reads back as {read_back:?}"));
+        }
+
+        let event = Event::Deliver { op: OpId(1), operation };
+        let json = serde_json::to_value(&event).expect("an event serializes");
+        let trace_name = json["operation"]["op"].as_str().expect("`operation.op`").to_string();
+        let rendered = render_line(1, &event);
+        if rendered.split_whitespace().nth(2) != Some(trace_name.as_str()) {
+            problems.push(format!("the trace's JSON says `{trace_name}`, its line `{rendered}`"));
+        }
+
+        let spec: OperationSpec =
+            serde_json::from_value(serde_json::json!({ "op": kind.name() })).expect("a scenario names the kind");
+        if spec.op != kind || trace_name != kind.name() {
+            problems.push(format!(
+                "the kind `{}` is spelled `{trace_name}` in a trace",
+                kind.name()
+            ));
+        }
+        wire_names.insert(wire_name);
+        trace_names.insert(trace_name);
+    }
+    assert!(
+        problems.is_empty(),
+        "operation names out of step:\n{}",
+        problems.join("\n")
+    );
+    assert_eq!(
+        wire_names, trace_names,
+        "the wire's operation names differ from the trace's"
+    );
+    assert_eq!(wire_names.len(), OperationKind::ALL.len(), "two kinds share a name");
+}
+
+/// No file of `src/` is longer than 700 lines unless its `//!` header says why, on a line that
+/// starts `//! Longer than 700 lines:`. A long file is split along a real seam, or the reason it
+/// is one unit is stated where a reader meets it; a file no longer long drops the line.
+#[test]
+fn tidy_no_source_file_is_over_700_lines_without_a_reason() {
+    const LINES_MAX: usize = 700;
+    const REASON: &str = "//! Longer than 700 lines:";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut long = Vec::new();
+    let mut stale = Vec::new();
+    for file in rust_files(&root.join("src")) {
+        let source = std::fs::read_to_string(&file).expect("readable");
+        let lines = source.lines().count();
+        let reason_stated = source
+            .lines()
+            .take_while(|line| line.starts_with("//!"))
+            .any(|line| line.starts_with(REASON));
+        let path = file.strip_prefix(root).unwrap_or(&file);
+        if lines > LINES_MAX && !reason_stated {
+            long.push(format!("{} ({lines} lines)", path.display()));
+        }
+        if lines <= LINES_MAX && reason_stated {
+            stale.push(format!("{} ({lines} lines)", path.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "files over {LINES_MAX} lines: split each along a seam, or state why it is one unit on a \
+         header line starting `{REASON}`:\n{}",
+        long.join("\n")
+    );
+    assert!(
+        stale.is_empty(),
+        "files of at most {LINES_MAX} lines that still say why they are longer: drop the line:\n{}",
+        stale.join("\n")
+    );
 }
