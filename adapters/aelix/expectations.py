@@ -517,6 +517,9 @@ EXPLORED: List[tuple] = [
     ('lifecycle/dispose-twice-across-queue', 'PERSIST-2', "op#5's first entry has parent `entry-2`; the leaf at its start was `entry-3`"),
     ('lifecycle/dispose-waits-for-all-queued', 'PERSIST-2', "op#5's first entry has parent `entry-4`; the leaf at its start was `entry-5`"),
     ('lifecycle/dispose-while-committing-with-queued-prompt', 'PERSIST-2', "op#4's first entry has parent `entry-2`; the leaf at its start was `entry-3`"),
+    ('agent/abort-mid-stream', 'PERSIST-2', "op#3's first entry has parent `entry-1`; the leaf at its start was `entry-2`"),
+    ('lifecycle/dispose-mid-stream', 'PERSIST-2', "op#3's first entry has parent `entry-1`; the leaf at its start was `entry-2`"),
+    ('lifecycle/every-operation-settles', 'PERSIST-2', "op#5's first entry has parent `entry-2`; the leaf at its start was `entry-3`"),
 ]
 
 
