@@ -49,10 +49,19 @@ pub struct BenchArgs {
     /// random, pct, pct:3:8, exhaustive, guided-per-scenario, guided).
     #[arg(long = "only-strategy", value_name = "NAME")]
     only_strategies: Vec<String>,
-    /// With `--interleaving`: hunt the tier's mutants over the adapter protocol, each served by
-    /// `CMD --mutant NAME` (`CMD` an `agentsim serve` command), instead of in process.
-    #[arg(long = "impl", value_name = "CMD", requires = "interleaving")]
+    /// An adapter's speed: random schedules of `--corpus` (`--seeds` per scenario, `--jobs`
+    /// workers) over the adapter protocol, side by side with the same schedules in process, and
+    /// the kit's share of the adapter's schedules (the workers' time not spent waiting for the
+    /// adapter). With `--interleaving`: hunt the tier's mutants over the protocol instead, each
+    /// served by `CMD --mutant NAME` (`CMD` an `agentsim serve` command).
+    #[arg(long = "impl", value_name = "CMD")]
     implementation: Option<String>,
+    /// With `--impl`: random seeds per scenario.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    seeds: u64,
+    /// With `--impl`: workers, each with its own adapter process.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=256))]
+    jobs: u64,
     /// With `--impl`: the bound on every wait for the adapter, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     step_timeout_ms: u64,
@@ -91,6 +100,9 @@ pub fn run_bench(args: BenchArgs) -> u8 {
     }
     if args.rule_costs {
         return rule_costs(&args);
+    }
+    if let Some(command) = &args.implementation {
+        return adapter_speed(&args, command);
     }
     let load = |path: &PathBuf| match suite::load_corpus(std::slice::from_ref(path)) {
         Ok(mut corpus) if !corpus.is_empty() => Ok(corpus.remove(0)),
@@ -450,5 +462,70 @@ fn rule_costs(args: &BenchArgs) -> u8 {
         );
     }
     println!("(a rule first to use what the timeline derives lazily pays for it, as in check_all)");
+    EXIT_PASSED
+}
+
+/// `bench --impl CMD`: the adapter's random schedules per second beside the in-process
+/// reference's on the same schedules, and what of the adapter's time is the kit's.
+fn adapter_speed(args: &BenchArgs, command: &str) -> u8 {
+    use crate::explore::{explore, ExploreConfig};
+    use crate::implementation::Implementation;
+    let corpus = match suite::load_corpus(std::slice::from_ref(&args.corpus)) {
+        Ok(corpus) => corpus,
+        Err(error) => {
+            eprintln!("agentsim: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let config = ExploreConfig {
+        strategy: crate::sim::StrategyKind::Random,
+        seeds: args.seeds,
+        shard: (1, 1),
+        time_limit: None,
+        check_determinism: false,
+        world: crate::run::WorldKind::Sim,
+        coverage: false,
+        selection: crate::check::Selection::all(),
+        max_failures: None,
+    };
+    let jobs = args.jobs as usize;
+    println!(
+        "adapter speed: `{command}`, random schedules of {} ({} scenarios, {} seeds each), {jobs} jobs",
+        args.corpus.display(),
+        corpus.len(),
+        args.seeds
+    );
+    let adapter = Implementation::adapter(command, Duration::from_millis(args.step_timeout_ms));
+    let mut rates = Vec::new();
+    for (what, implementation) in [("adapter", &adapter), ("in process", &Implementation::reference())] {
+        let waited = crate::protocol::external::time_waited_for_adapters();
+        let started = std::time::Instant::now();
+        let summary = explore(&corpus, config.clone(), implementation, jobs, &|_, _| {});
+        let elapsed = started.elapsed();
+        let waited = crate::protocol::external::time_waited_for_adapters() - waited;
+        let schedules = summary.passed + summary.failed + summary.not_applicable;
+        let rate = schedules as f64 / elapsed.as_secs_f64().max(1e-9);
+        println!(
+            "  {what:<10} {schedules:>7} schedules in {:>7.2} s: {rate:>8.1} per second ({} failed, {} not applicable, {} broken)",
+            elapsed.as_secs_f64(),
+            summary.failed,
+            summary.not_applicable,
+            summary.broken
+        );
+        rates.push((rate, elapsed, waited, schedules));
+    }
+    let (rate, elapsed, waited, schedules) = rates[0];
+    // Each worker's time, less what it spent waiting for its adapter, is the kit's (the
+    // scheduler, the judging, the pipe's reading and writing); the tail, where workers idle,
+    // counts as the kit's too, so the share is an upper bound.
+    let worker_time = elapsed.as_secs_f64() * jobs.min(corpus.len()).max(1) as f64;
+    let kit = (worker_time - waited.as_secs_f64()).max(0.0);
+    println!(
+        "  the kit's share of the adapter's schedules: {:.1}% ({:.0} us of {:.0} us per schedule per worker; at most, as idle workers at the end count as the kit's)",
+        100.0 * kit / worker_time.max(1e-9),
+        1e6 * kit / schedules.max(1) as f64,
+        1e6 * worker_time / schedules.max(1) as f64
+    );
+    println!("  in process / adapter: {:.1}x", rates[1].0 / rate.max(1e-9));
     EXIT_PASSED
 }

@@ -349,7 +349,7 @@ fn follow_the_scenario_before(
         let warm_up = Run::of(&corpus[other])
             .seeded(strategy, last_seed)
             .on(implementation)
-            .execute_with(&corpus[other], Driver::on(&mut subject));
+            .execute_with(&corpus[other], Driver::on(&mut subject).alone());
         drop(subject);
         return match warm_up.verdict {
             // Declined by its `hello`: nothing ran; the one before it, then.

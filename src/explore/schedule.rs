@@ -28,7 +28,7 @@ pub(super) fn run_net_one(
         .judged_by(&summary.selection);
     let mut reached = None;
     let mut subject = run.implementation.subject();
-    let report = run.execute_with(loaded, Driver::on(&mut subject).reaching(&mut reached));
+    let report = run.execute_with(loaded, Driver::on(&mut subject).alone().reaching(&mut reached));
     let outcome = match &report.verdict {
         Verdict::NotApplicable { reason } => {
             // Not applicable to this implementation: nothing to judge, but counted.
@@ -49,7 +49,7 @@ pub(super) fn run_net_one(
     }
     let mut violations = report.violations.clone();
     if check_determinism {
-        let again = run.execute_with(loaded, Driver::on(&mut subject));
+        let again = run.execute_with(loaded, Driver::on(&mut subject).alone());
         let same = again
             .outcome
             .is_some_and(|again| again.trace.render() == outcome.trace.render());
@@ -111,7 +111,7 @@ pub(super) fn run_one(
     let mut reached = None;
     let guided = matches!(schedule, Schedule::Guided { .. });
     let mut subject = run.implementation.subject();
-    let mut driver = Driver::on(&mut subject);
+    let mut driver = Driver::on(&mut subject).alone();
     if guided || summary.coverage.is_some() {
         driver = driver.reaching(&mut reached);
     }
@@ -172,7 +172,7 @@ pub(super) fn run_one(
     if check_determinism {
         let again = replay.clone().choosing(taken(outcome));
         let mut subject = run.implementation.subject();
-        let again = again.execute_with(loaded, Driver::on(&mut subject));
+        let again = again.execute_with(loaded, Driver::on(&mut subject).alone());
         let same = again
             .outcome
             .is_some_and(|again| again.trace.render() == outcome.trace.render());

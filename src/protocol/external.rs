@@ -35,6 +35,19 @@ use crate::sim::{Restored, Subject, SubjectFailure};
 use super::convert::{effect_from_wire, input_to_wire, settlement_from_wire};
 use super::failure::AdapterFailure;
 use super::process::{AdapterProcess, Next};
+
+/// Nanoseconds every adapter subject of the process spent waiting for its adapter's next line
+/// (`agentsim bench --impl`: what of a schedule is the adapter's, what the kit's).
+static WAITED_NANOS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn count_wait(waited: Duration) {
+    WAITED_NANOS.fetch_add(waited.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The time every adapter subject of the process has spent waiting for its adapter so far.
+pub fn time_waited_for_adapters() -> Duration {
+    Duration::from_nanos(WAITED_NANOS.load(std::sync::atomic::Ordering::Relaxed))
+}
 use super::wire::{parse_adapter_line, to_line, AdapterMessage, Hello, KitMessage, StartScenario};
 use lines::quote_line;
 

@@ -31,6 +31,8 @@ pub struct Driver<'a> {
     chooser: Option<&'a mut dyn Strategy>,
     raw_divergence: bool,
     reached: Option<&'a mut Option<Reached>>,
+    /// Leaves out the comparison with the reference's run of the same inputs.
+    alone: bool,
 }
 
 /// The subject a run drives.
@@ -84,6 +86,13 @@ impl<'a> Driver<'a> {
         self
     }
 
+    /// Without the reference's run of the same inputs: no divergence, and the violations
+    /// ranked without it (exploration, which reports pairs, not divergences).
+    pub fn alone(mut self) -> Driver<'a> {
+        self.alone = true;
+        self
+    }
+
     /// Also gives back the situations and interleaving pairs the trace reached.
     pub fn reaching(mut self, reached: &'a mut Option<Reached>) -> Driver<'a> {
         self.reached = Some(reached);
@@ -98,12 +107,15 @@ pub(super) fn execute(run: &Run, loaded: &LoadedScenario, driver: Driver<'_>) ->
         chooser,
         raw_divergence,
         reached,
+        alone,
     } = driver;
     let mut report = match subject {
         Lent::New if run.implementation.is_adapter() => on_a_process_of_its_own(run, loaded, chooser, reached),
         subject => trace_and_judge(run, loaded, subject, chooser, reached),
     };
-    compare_with_reference(run, loaded, &mut report, raw_divergence);
+    if !alone {
+        compare_with_reference(run, loaded, &mut report, raw_divergence);
+    }
     report.restrict();
     report
 }

@@ -136,7 +136,9 @@ impl ExternalSubject {
             });
         };
         let waiting_for = waiting_for.to_string();
+        let started = Instant::now();
         let next = process.next_line(deadline);
+        super::count_wait(started.elapsed());
         let failure = match next {
             Next::Line(line) => return Ok(line),
             Next::Oversize => self.fail(|stderr_tail| AdapterFailure::Oversize {
