@@ -477,17 +477,7 @@ fn adapter_speed(args: &BenchArgs, command: &str) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let config = ExploreConfig {
-        strategy: crate::sim::StrategyKind::Random,
-        seeds: args.seeds,
-        shard: (1, 1),
-        time_limit: None,
-        check_determinism: false,
-        world: crate::run::WorldKind::Sim,
-        coverage: false,
-        selection: crate::check::Selection::all(),
-        max_failures: None,
-    };
+    let config = ExploreConfig::new(crate::sim::StrategyKind::Random, args.seeds);
     let jobs = args.jobs as usize;
     println!(
         "adapter speed: `{command}`, random schedules of {} ({} scenarios, {} seeds each), {jobs} jobs",

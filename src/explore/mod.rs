@@ -53,6 +53,24 @@ pub struct ExploreConfig {
     pub max_failures: Option<u64>,
 }
 
+impl ExploreConfig {
+    /// `seeds` schedules of `strategy` per scenario, every rule judging, in process, with no
+    /// shard, limit, self-check or coverage count.
+    pub fn new(strategy: StrategyKind, seeds: u64) -> ExploreConfig {
+        ExploreConfig {
+            strategy,
+            seeds,
+            shard: (1, 1),
+            time_limit: None,
+            check_determinism: false,
+            world: crate::run::WorldKind::Sim,
+            coverage: false,
+            selection: check::Selection::all(),
+            max_failures: None,
+        }
+    }
+}
+
 /// One schedule that broke a rule (or was not deterministic, or broke the subject).
 #[derive(Debug, Clone)]
 pub struct ExploreFailure {

@@ -22,15 +22,8 @@ pub struct PooledAdapter(Option<ExternalSubject>);
 impl PooledAdapter {
     /// The thread's subject for `command`, or a new one.
     pub fn take(command: &str, step_timeout: Duration) -> PooledAdapter {
-        let pooled = ADAPTERS.with(|pool| {
-            let mut pool = pool.borrow_mut();
-            let index = pool
-                .iter()
-                .position(|subject| subject.command() == command && subject.step_timeout() == step_timeout);
-            index.map(|index| pool.swap_remove(index))
-        });
         PooledAdapter(Some(
-            pooled.unwrap_or_else(|| ExternalSubject::new(command.to_string(), step_timeout)),
+            taken(command, step_timeout).unwrap_or_else(|| ExternalSubject::new(command.to_string(), step_timeout)),
         ))
     }
 
@@ -52,14 +45,18 @@ pub fn pooled_pid(command: &str, step_timeout: Duration) -> Option<u32> {
 
 /// Shuts down this thread's pooled adapter for `command`, if it keeps one.
 pub fn retire(command: &str, step_timeout: Duration) {
-    let retired = ADAPTERS.with(|pool| {
+    drop(taken(command, step_timeout));
+}
+
+/// This thread's pooled adapter for `command`, taken out of the pool.
+fn taken(command: &str, step_timeout: Duration) -> Option<ExternalSubject> {
+    ADAPTERS.with(|pool| {
         let mut pool = pool.borrow_mut();
         let index = pool
             .iter()
             .position(|subject| subject.command() == command && subject.step_timeout() == step_timeout);
         index.map(|index| pool.swap_remove(index))
-    });
-    drop(retired);
+    })
 }
 
 impl Drop for PooledAdapter {

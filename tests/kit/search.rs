@@ -6,10 +6,9 @@
 
 use std::time::Duration;
 
-use agentsim::check::Selection;
 use agentsim::explore::{explore, ExploreConfig, ExploreSummary};
 use agentsim::implementation::Implementation;
-use agentsim::run::{Run, Verdict, WorldKind};
+use agentsim::run::{Run, Verdict};
 use agentsim::sim::StrategyKind;
 use agentsim::suite::load_corpus;
 use agentsim::zoo::Mutant;
@@ -21,15 +20,8 @@ const MUTANT: &str = "abort-lost-on-later-request";
 
 fn config(strategy: StrategyKind, check_determinism: bool) -> ExploreConfig {
     ExploreConfig {
-        strategy,
-        seeds: 30,
-        shard: (1, 1),
-        time_limit: None,
         check_determinism,
-        world: WorldKind::Sim,
-        coverage: false,
-        selection: Selection::all(),
-        max_failures: None,
+        ..ExploreConfig::new(strategy, 30)
     }
 }
 

@@ -190,20 +190,13 @@ fn exhaustive_space(corpus: &[crate::scenario::LoadedScenario], budget: u64) {
         .filter(|loaded| loaded.scenario.net.is_none())
         .cloned()
         .collect();
-    let config = ExploreConfig {
-        strategy: StrategyKind::Exhaustive {
+    let config = ExploreConfig::new(
+        StrategyKind::Exhaustive {
             bound: u32::try_from(budget).unwrap_or(u32::MAX),
             reduced: true,
         },
-        seeds: 1,
-        shard: (1, 1),
-        time_limit: None,
-        check_determinism: false,
-        world: crate::run::WorldKind::Sim,
-        coverage: false,
-        selection: crate::check::Selection::all(),
-        max_failures: None,
-    };
+        1,
+    );
     let threads = std::thread::available_parallelism().map(usize::from).unwrap_or(1);
     let summary = explore(
         &in_process,
