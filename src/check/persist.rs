@@ -402,7 +402,7 @@ pub fn stored_session_is_sound(timeline: &Timeline<'_>) -> Vec<Violation> {
             clause,
             &lines,
             format!(
-                "the session the store holds fails check-session: `{}` on its line {} (entry `{}`): {}",
+                "the session the store holds fails check-session: `{}` on line {} of the store's file (entry `{}`): {}",
                 finding.code, finding.line, entry.id, finding.message
             ),
         ));
