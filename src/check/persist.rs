@@ -9,6 +9,10 @@ use crate::trace::AppendAnswer;
 use super::timeline::{AppendInfo, OpInfo, Timeline};
 use super::Violation;
 
+mod stored;
+
+use stored::{calls, plainly_sound, result_call};
+
 /// Prompt-like operations that appended something, with their appends.
 fn appending_ops<'t, 'a>(timeline: &'t Timeline<'a>) -> impl Iterator<Item = (&'t OpInfo<'a>, &'t [AppendInfo<'a>])> {
     timeline
@@ -362,27 +366,16 @@ pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation>
 /// the trace ended: poison keeps the stored prefix, §13.3); and what an entry the store
 /// acknowledged and then lost explains (DURABLE-1's).
 pub fn stored_session_is_sound(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let initial = timeline.scenario.session.len();
-    if timeline.store.len() <= initial {
+    let initial = &timeline.scenario.session;
+    if timeline.store.len() <= initial.len() || plainly_sound(timeline.store, initial.len()) {
         return Vec::new();
     }
-    let stored = check_stored_entries(timeline.store.iter().copied());
-    if stored.is_empty() {
-        return Vec::new();
-    }
-    let before: Vec<SessionFinding> = check_stored_entries(&timeline.scenario.session).findings().collect();
     let end = timeline
         .end
         .map_or(timeline.events.len().saturating_sub(1), |(line, _)| line);
     let lost = lost_acknowledged(timeline);
     let mut violations = Vec::new();
-    for finding in stored.findings() {
-        let Some(clause) = clause_of(finding.code) else {
-            continue;
-        };
-        if before.contains(&finding) {
-            continue;
-        }
+    for (clause, finding) in stored_findings(timeline.store, initial) {
         // The store's file holds its header on line 1, then the stored entries in order.
         let Some(entry) = finding
             .line
@@ -408,6 +401,21 @@ pub fn stored_session_is_sound(timeline: &Timeline<'_>) -> Vec<Violation> {
         ));
     }
     violations
+}
+
+/// The findings of `check-session` on the store's file that a clause judges and the initial
+/// session's entries alone do not give, each with its clause.
+fn stored_findings(store: &[&SessionEntry], initial: &[SessionEntry]) -> Vec<(&'static str, SessionFinding)> {
+    let stored = check_stored_entries(store.iter().copied());
+    if stored.is_empty() {
+        return Vec::new();
+    }
+    let before: Vec<SessionFinding> = check_stored_entries(initial).findings().collect();
+    stored
+        .findings()
+        .filter_map(|finding| Some((clause_of(finding.code)?, finding)))
+        .filter(|(_, finding)| !before.contains(finding))
+        .collect()
 }
 
 /// The clause a finding of `check-session` breaks; `None` for what the store writes itself (the
@@ -476,31 +484,21 @@ fn not_the_runtimes(
     append: Option<&AppendInfo<'_>>,
     lost: &[&SessionEntry],
 ) -> bool {
-    let calls_of = |entry: &SessionEntry| -> Vec<String> {
-        match entry.as_message() {
-            Some(Message::Assistant(assistant)) => assistant.tool_calls().iter().map(|call| call.id.clone()).collect(),
-            _ => Vec::new(),
-        }
-    };
-    let result_of = |entry: &SessionEntry| match entry.as_message() {
-        Some(Message::ToolResult(result)) => Some(result.tool_call_id.clone()),
-        _ => None,
-    };
     match finding.code {
         FindingCode::ToolUnansweredCall => {
-            let calls = calls_of(entry);
             append
                 .and_then(|append| append.op)
                 .is_some_and(|op| storing_cut_short(timeline, op))
                 || lost
                     .iter()
-                    .any(|lost| result_of(lost).is_some_and(|call| calls.contains(&call)))
+                    .filter_map(|lost| result_call(lost))
+                    .any(|answer| calls(entry).any(|call| call == answer))
         }
         FindingCode::EntryOrphan => lost
             .iter()
             .any(|lost| entry.parent_id.as_deref() == Some(lost.id.as_str())),
         FindingCode::ToolUnmatchedResult => {
-            result_of(entry).is_some_and(|call| lost.iter().any(|lost| calls_of(lost).contains(&call)))
+            result_call(entry).is_some_and(|answer| lost.iter().any(|lost| calls(lost).any(|call| call == answer)))
         }
         _ => false,
     }
