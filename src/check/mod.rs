@@ -252,6 +252,7 @@ rules! {
         "PERSIST-6" => persist::prompt_resolves_after_its_last_append, Must,
         "PERSIST-7" => persist::appends_start_after_the_run, Should,
         "PERSIST-8" => persist::entry_timestamps_come_from_now, Must,
+        "PERSIST-9" => persist::stored_session_is_sound, Must,
         "QUEUE-1" => queue::prompts_run_one_at_a_time_in_order, Must,
         "QUEUE-2" => queue::each_run_appends_its_own_messages, Must,
         "POISON-1" => poison::failing_prompt_rejects_with_the_cause, Must,

@@ -1,10 +1,17 @@
-//! PERSIST: only the new suffix, one entry at a time, leaf after acceptance, resolve after all.
+//! PERSIST: only the new suffix, one entry at a time, leaf after acceptance, resolve after all,
+//! and the session the store holds at the end sound.
 
 use crate::model::{parse_iso_timestamp, Message, SessionEntry};
-use crate::runtime::{OpValue, Settlement};
+use crate::runtime::{OpId, OpValue, Settlement};
+use crate::store::{check_stored_entries, FindingCode, SessionFinding};
+use crate::trace::AppendAnswer;
 
 use super::timeline::{AppendInfo, OpInfo, Timeline};
 use super::Violation;
+
+mod stored;
+
+use stored::{calls, plainly_sound, result_call};
 
 /// Prompt-like operations that appended something, with their appends.
 fn appending_ops<'t, 'a>(timeline: &'t Timeline<'a>) -> impl Iterator<Item = (&'t OpInfo<'a>, &'t [AppendInfo<'a>])> {
@@ -348,6 +355,153 @@ pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation>
         previous = Some((append.line, ms));
     }
     violations
+}
+
+/// PERSIST-9: the session the store holds at the end passes every check of `check-session` that
+/// judges what a runtime appends. Judged are the findings of the stored entries that the initial
+/// session's own entries do not give (a broken initial session is RESTORE and PATH's). Not
+/// judged: the header, a malformed line and a torn tail, which the store writes or cuts off
+/// (DURABLE-4); a tool call whose result its run never stored because its storing was cut short
+/// (an append failed or its answer was lost, one was unanswered, or the run had not finished when
+/// the trace ended: poison keeps the stored prefix, §13.3); and what an entry the store
+/// acknowledged and then lost explains (DURABLE-1's).
+pub fn stored_session_is_sound(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let initial = &timeline.scenario.session;
+    if timeline.store.len() <= initial.len() || plainly_sound(timeline.store, initial.len()) {
+        return Vec::new();
+    }
+    let end = timeline
+        .end
+        .map_or(timeline.events.len().saturating_sub(1), |(line, _)| line);
+    let lost = lost_acknowledged(timeline);
+    let mut violations = Vec::new();
+    for (clause, finding) in stored_findings(timeline.store, initial) {
+        // The store's file holds its header on line 1, then the stored entries in order.
+        let Some(entry) = finding
+            .line
+            .checked_sub(2)
+            .and_then(|at| timeline.store.get(at))
+            .copied()
+        else {
+            continue;
+        };
+        let append = stored_by(timeline, entry);
+        if not_the_runtimes(timeline, &finding, entry, append, &lost) {
+            continue;
+        }
+        let mut lines: Vec<usize> = append.map(|append| append.line).into_iter().collect();
+        lines.push(end);
+        violations.push(Violation::new(
+            clause,
+            &lines,
+            format!(
+                "the session the store holds fails check-session: `{}` on line {} of the store's file (entry `{}`): {}",
+                finding.code, finding.line, entry.id, finding.message
+            ),
+        ));
+    }
+    violations
+}
+
+/// The findings of `check-session` on the store's file that a clause judges and the initial
+/// session's entries alone do not give, each with its clause.
+fn stored_findings(store: &[&SessionEntry], initial: &[SessionEntry]) -> Vec<(&'static str, SessionFinding)> {
+    let stored = check_stored_entries(store.iter().copied());
+    if stored.is_empty() {
+        return Vec::new();
+    }
+    let before: Vec<SessionFinding> = check_stored_entries(initial).findings().collect();
+    stored
+        .findings()
+        .filter_map(|finding| Some((clause_of(finding.code)?, finding)))
+        .filter(|(_, finding)| !before.contains(finding))
+        .collect()
+}
+
+/// The clause a finding of `check-session` breaks; `None` for what the store writes itself (the
+/// header, whole lines) or cuts off (a torn tail), which no runtime appends.
+fn clause_of(code: FindingCode) -> Option<&'static str> {
+    match code {
+        FindingCode::EntryDuplicateId
+        | FindingCode::EntryOrphan
+        | FindingCode::EntryCycle
+        | FindingCode::EntryExtraRoot => Some("PERSIST-9.a"),
+        FindingCode::ToolUnansweredCall => Some("PERSIST-9.b"),
+        FindingCode::ToolUnmatchedResult | FindingCode::ToolDuplicateResult => Some("PERSIST-9.c"),
+        FindingCode::ToolInterleavedEntry => Some("PERSIST-9.d"),
+        FindingCode::HeaderMissing
+        | FindingCode::HeaderMisplaced
+        | FindingCode::HeaderInvalid
+        | FindingCode::EntryMalformed
+        | FindingCode::FileTornTail => None,
+    }
+}
+
+/// The append that stored `entry`: the last with its id the store applied, else the last with
+/// its id; `None` for an entry of the initial session.
+fn stored_by<'t, 'a>(timeline: &'t Timeline<'a>, entry: &SessionEntry) -> Option<&'t AppendInfo<'a>> {
+    let with_id = || {
+        timeline
+            .appends
+            .iter()
+            .rev()
+            .filter(|append| append.entry.id == entry.id)
+    };
+    with_id()
+        .find(|append| append.answer.is_some_and(|(_, answer)| answer.applied()))
+        .or_else(|| with_id().next())
+}
+
+/// The entries the store acknowledged `ok` and no longer holds (a crash without sync, in the
+/// networked world): DURABLE-1's failure.
+fn lost_acknowledged<'a>(timeline: &Timeline<'a>) -> Vec<&'a SessionEntry> {
+    timeline
+        .appends
+        .iter()
+        .filter(|append| matches!(append.answer, Some((_, AppendAnswer::Ok))))
+        .filter(|append| !timeline.store.iter().any(|stored| stored.id == append.entry.id))
+        .map(|append| append.entry)
+        .collect()
+}
+
+/// Whether `op`'s storing was cut short: an append of it failed or its answer was lost, one was
+/// still unanswered, or its run had not finished, when the trace ended.
+fn storing_cut_short(timeline: &Timeline<'_>, op: OpId) -> bool {
+    timeline
+        .appends_of(op)
+        .iter()
+        .any(|append| !matches!(append.answer, Some((_, AppendAnswer::Ok))))
+        || timeline.op(op).is_none_or(|info| info.run_finished.is_none())
+}
+
+/// Whether a finding on `entry` is not the runtime's doing: a tool call left without its result
+/// by a run whose storing was cut short, or what an acknowledged entry the store lost explains
+/// (an orphan whose parent it was, a call whose result it was, a result whose call it made).
+fn not_the_runtimes(
+    timeline: &Timeline<'_>,
+    finding: &SessionFinding,
+    entry: &SessionEntry,
+    append: Option<&AppendInfo<'_>>,
+    lost: &[&SessionEntry],
+) -> bool {
+    match finding.code {
+        FindingCode::ToolUnansweredCall => {
+            append
+                .and_then(|append| append.op)
+                .is_some_and(|op| storing_cut_short(timeline, op))
+                || lost
+                    .iter()
+                    .filter_map(|lost| result_call(lost))
+                    .any(|answer| calls(entry).any(|call| call == answer))
+        }
+        FindingCode::EntryOrphan => lost
+            .iter()
+            .any(|lost| entry.parent_id.as_deref() == Some(lost.id.as_str())),
+        FindingCode::ToolUnmatchedResult => {
+            result_call(entry).is_some_and(|answer| lost.iter().any(|lost| calls(lost).any(|call| call == answer)))
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -161,6 +161,27 @@ fn executor_refuses_a_call(timeline: &Timeline<'_>) -> bool {
         })
 }
 
+/// A run's storing failed after the store had applied one of its tool calls: the stored prefix
+/// holds a call whose result was never stored (PERSIST-9 leaves that to poison).
+fn storing_failed_after_a_call(timeline: &Timeline<'_>) -> bool {
+    let stores_a_call = |append: &super::timeline::AppendInfo<'_>| {
+        append.answer.is_some_and(|(_, answer)| answer.applied())
+            && matches!(append.entry.as_message(), Some(Message::Assistant(assistant)) if !assistant.tool_calls().is_empty())
+    };
+    timeline
+        .appends
+        .iter()
+        .filter(|append| append.failed().is_some())
+        .any(|failed| {
+            failed.op.is_some_and(|op| {
+                timeline
+                    .appends_of(op)
+                    .iter()
+                    .any(|earlier| earlier.line < failed.line && stores_a_call(earlier))
+            })
+        })
+}
+
 fn mode_named(timeline: &Timeline<'_>, known: bool) -> bool {
     timeline.ops.iter().any(|info| match &info.operation {
         Operation::Mode { mode, .. } => matches!(mode.as_str(), "interactive" | "print" | "json") == known,
@@ -257,6 +278,12 @@ pub fn situations() -> &'static [Situation] {
             |t| t.ops.iter().any(|info| t.requests_of(info.op).len() >= 2 && !t.appends_of(info.op).is_empty());
         "PERSIST-8" Any "appends of two runs (the clock moves on)" =>
             |t| t.ops.iter().filter(|info| !t.appends_of(info.op).is_empty()).count() >= 2;
+        "PERSIST-9" Any "a tool call and its result stored" =>
+            |t| t.appends.iter().any(|a| matches!(a.entry.as_message(), Some(Message::ToolResult(_))) && a.answer.is_some_and(|(_, answer)| answer.applied()));
+        "PERSIST-9" Any "a run's storing failed after it stored a tool call" =>
+            storing_failed_after_a_call;
+        "PERSIST-9" Net "the session file read back holds the runtime's entries" =>
+            |t| t.store.len() > t.scenario.session.len() && t.events.iter().any(|e| matches!(e, Event::Reopened { outcome: Ok(_), .. }));
         "QUEUE-1" Any "a prompt arriving while another runs" =>
             |t| t.ops.iter().any(|info| info.is_prompt_like() && queued_at(t, info.delivered + 1) > 0);
         "QUEUE-2" Any "a prompt arriving while the previous run commits" =>

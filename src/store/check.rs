@@ -14,7 +14,8 @@
 //!
 //! One concept: the checks all read one index, built as the file streams, and the index's types
 //! are theirs alone. The longest check, the tool calls' walk of the tree, is the child module
-//! `tools.rs`, which reads those types where they are.
+//! `tools.rs`, which reads those types where they are; a store's own typed entries are indexed
+//! without a file by `stored.rs` ([`check_stored_entries`]).
 //!
 //! Every check is a pure function of the index; findings are sorted by line, then code, then
 //! message, and no hash-map order reaches them (the maps are only looked up). Every check is
@@ -38,7 +39,10 @@
 //! | `tool.duplicate_result` | the later result | a second result for one call on one path (a provider rejects it) |
 //! | `file.torn_tail` | the last line | the last line lacks its newline: a write cut short |
 
+mod stored;
 mod tools;
+
+pub use stored::check_stored_entries;
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, RandomState};

@@ -8,6 +8,8 @@
 //! and nesting depth is checked the same way and an error has the same text and column. A
 //! repeated key counts by its last value, as it does in a `Value`. The same visitors read facts
 //! from a `Value` already parsed ([`LineFacts::of_value`]), so both ways agree by construction.
+//! A typed entry's facts ([`LineFacts::of_entry`], a store's entries judged with no file to read)
+//! are read from its fields: a test holds them to those of the line it serializes to.
 //! Never IO; never panics.
 
 use std::fmt;
@@ -15,6 +17,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::model::{Message, SessionEntry};
 
 /// The entry `type`s Pi 0.73 writes.
 pub const PI_ENTRY_TYPES: [&str; 9] = [
@@ -98,6 +102,31 @@ impl LineFacts {
         // The visitors accept every value a `Value` can hold, so this cannot fail; a scalar's
         // facts (no fields) are the answer that claims least if it ever did.
         LineFacts::deserialize(value).unwrap_or_default()
+    }
+
+    /// The facts of the line a typed entry serializes to, read from its fields without writing
+    /// it. Only a `message` entry's message is read: the checks look at no other kind's.
+    pub fn of_entry(entry: &SessionEntry) -> LineFacts {
+        let message = entry.as_message().map(|message| match message {
+            Message::Assistant(assistant) => MessageFacts {
+                role: Role::Assistant,
+                tool_call_id: None,
+                tool_calls: assistant.tool_calls().iter().map(|call| call.id.clone()).collect(),
+            },
+            Message::ToolResult(result) => MessageFacts {
+                role: Role::ToolResult,
+                tool_call_id: Some(result.tool_call_id.clone()),
+                tool_calls: Vec::new(),
+            },
+            Message::User(_) => MessageFacts::default(),
+        });
+        LineFacts {
+            shape: Shape::Object,
+            kind: Field::String(entry.kind().to_string()),
+            id: Field::String(entry.id.clone()),
+            parent_id: entry.parent_id.clone().map_or(Field::Null, Field::String),
+            message,
+        }
     }
 
     /// The record's `type` when it is a string.

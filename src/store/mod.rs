@@ -7,7 +7,8 @@
 //!   its JSON tree.
 //! - [`check`]: [`check_session_from`], one finding per problem of a file streamed line by line
 //!   (lost header, orphans, cycles, tool calls without results, entries between a call and its
-//!   result, a torn tail), for `agentsim check-session`, and [`check_session`] on a parsed file.
+//!   result, a torn tail), for `agentsim check-session`, [`check_session`] on a parsed file, and
+//!   [`check_stored_entries`] on a store's entries.
 //! - [`disk`]: the four disk operations, on the real filesystem ([`RealDisk`]) or on turmoil's
 //!   simulated one ([`SimDisk`]), where a crash discards unsynced writes.
 //!
@@ -23,7 +24,7 @@ pub mod file;
 #[cfg(test)]
 mod tests;
 
-pub use check::{check_session, check_session_from, FindingCode, SessionCheck, SessionFinding};
+pub use check::{check_session, check_session_from, check_stored_entries, FindingCode, SessionCheck, SessionFinding};
 pub use disk::{Disk, RealDisk, SimDisk};
 pub use facts::LineFacts;
 pub use file::{

@@ -458,6 +458,58 @@ fn file_store_reads_the_fixture_files_in_the_kits_model() {
     assert_eq!(std::fs::read(&torn).expect("reads"), bytes[..tail.offset as usize]);
 }
 
+/// A store's typed entries are judged as the file a store holding them writes: the facts read
+/// from each entry are those of its line, and the findings are those of the parsed file. The
+/// entries are those of the fixture files that read as entries (their damage included: ids
+/// twice, second roots, orphans, a cycle, results without a call, an entry between a call and
+/// its result, metadata).
+#[test]
+fn a_stores_entries_are_judged_as_the_file_it_writes() {
+    let fixtures: [&[u8]; 3] = [
+        include_bytes!("../../tests/fixtures/sessions/clean.jsonl"),
+        include_bytes!("../../tests/fixtures/sessions/compaction-between-call-and-result.jsonl"),
+        include_bytes!("../../tests/fixtures/sessions/tree-damage.jsonl"),
+    ];
+    let mut codes = std::collections::BTreeSet::new();
+    for bytes in fixtures {
+        let parsed = parse_session(bytes, Limits::default()).expect("a session file");
+        let entries: Vec<SessionEntry> = parsed
+            .records
+            .iter()
+            .filter_map(|record| match &record.value {
+                serde_json::Value::Object(object) => SessionEntry::from_object(object.clone()).ok(),
+                _ => None,
+            })
+            .collect();
+        let mut text = format!("{HEADER_LINE}\n");
+        for entry in &entries {
+            text.push_str(&serde_json::to_string(entry).expect("an entry serializes"));
+            text.push('\n');
+        }
+        let written = parse_session(text.as_bytes(), Limits::default()).expect("the store's file");
+        for (record, entry) in written.records.iter().zip(&entries) {
+            assert_eq!(
+                LineFacts::of_entry(entry),
+                LineFacts::of_value(&record.value),
+                "{}",
+                entry.id
+            );
+        }
+        let stored: Vec<SessionFinding> = check_stored_entries(&entries).findings().collect();
+        assert_eq!(stored, check_session(&written));
+        codes.extend(stored.iter().map(|finding| finding.code.as_str()));
+    }
+    for code in [
+        "entry.duplicate_id",
+        "entry.extra_root",
+        "entry.cycle",
+        "tool.unmatched_result",
+        "tool.interleaved_entry",
+    ] {
+        assert!(codes.contains(code), "no fixture's entries give {code}: {codes:?}");
+    }
+}
+
 #[test]
 fn sync_policy_names_are_the_same_for_serde_and_clap() {
     use clap::ValueEnum;

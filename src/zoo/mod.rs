@@ -193,6 +193,9 @@ zoo! {
     NullLeafAlwaysRejected = "null-leaf-always-rejected", canonical, || Box::<restore::NullLeafAlwaysRejected>::default();
     /// Entries are written with timestamp 0 instead of the clock's time.
     TimestampsNotFromClock = "timestamps-not-from-clock", canonical, || Box::<persist::TimestampsNotFromClock>::default();
+    /// A `custom` entry recording each tool round is stored between the calls and their first
+    /// result (oh-my-pi's `tool_execution_start` entry, an extension's `appendEntry`).
+    ToolRunLoggedBeforeResult = "tool-run-logged-before-result", canonical, || Box::<persist::ToolRunLoggedBeforeResult>::default();
     /// The step bound is read off by one: the agent is built with maxSteps + 1.
     MaxStepsOffByOne = "max-steps-off-by-one", canonical, || Box::<control::MaxStepsOffByOne>::default();
     /// The library adapter always reports reason `stop`.

@@ -588,6 +588,37 @@ pub(crate) const BITES: &[Bite] = &[
         clauses::timestamp_reused,
     ),
     edit(
+        "PERSIST-9.a",
+        "persist/stored-session-is-sound",
+        clauses::last_user_message_stored_as_a_root,
+    ),
+    // The networked world: the session file read back after the run holds the second root.
+    edit(
+        "PERSIST-9.a",
+        "durability/ack-lost-after-apply",
+        clauses::last_user_message_stored_as_a_root,
+    ),
+    edit(
+        "PERSIST-9.b",
+        "persist/stored-session-is-sound",
+        clauses::last_tool_result_never_stored,
+    ),
+    edit(
+        "PERSIST-9.c",
+        "persist/stored-session-is-sound",
+        clauses::last_tool_result_stored_again,
+    ),
+    edit(
+        "PERSIST-9.d",
+        "persist/stored-session-is-sound",
+        clauses::steer_stored_between_call_and_result,
+    ),
+    mutant(
+        "PERSIST-9.d",
+        "persist/stored-session-is-sound",
+        "tool-run-logged-before-result",
+    ),
+    edit(
         "QUEUE-1.a",
         "persist/three-prompts-arrival-order",
         clauses::queue_releases_early,

@@ -1112,3 +1112,152 @@ pub(crate) fn message_sent_twice(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
     let first = messages.first().cloned().expect("the request carries a message");
     messages.push(first);
 }
+
+/// The trace's append of the entry `id` and its answer, as lines of the trace.
+fn append_and_answer(trace: &Trace, id: &str) -> (usize, usize) {
+    let (append, effect) = trace
+        .events
+        .iter()
+        .enumerate()
+        .find_map(|(line, event)| match event {
+            Event::Append { effect, entry } if entry.id == id => Some((line, *effect)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("entry `{id}` is appended"));
+    let answer = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::AppendAnswer { effect: answered, .. } if *answered == effect))
+        .unwrap_or_else(|| panic!("the append of `{id}` is answered"));
+    (append, answer)
+}
+
+/// The entry `id` as the trace appended it and as the store holds it, changed alike.
+fn change_entry(trace: &mut Trace, store: &mut [SessionEntry], id: &str, change: impl Fn(&mut SessionEntry)) {
+    for entry in appended(trace).into_iter().filter(|entry| entry.id == id) {
+        change(entry);
+    }
+    for entry in store.iter_mut().filter(|entry| entry.id == id) {
+        change(entry);
+    }
+}
+
+/// The appended entries of one role, in order, by id.
+fn appended_ids(trace: &mut Trace, role: &str) -> Vec<String> {
+    appended(trace)
+        .into_iter()
+        .filter(|entry| entry.as_message().is_some_and(|message| message.role() == role))
+        .map(|entry| entry.id.clone())
+        .collect()
+}
+
+/// The id of the entry the runtime appended below `parent`.
+fn child_of(trace: &mut Trace, parent: &str) -> String {
+    appended(trace)
+        .into_iter()
+        .find(|entry| entry.parent_id.as_deref() == Some(parent))
+        .map(|entry| entry.id.clone())
+        .unwrap_or_else(|| panic!("an entry below `{parent}`"))
+}
+
+/// PERSIST-9.a: the runtime appends its last user message as a root (it read its leaf as none):
+/// the stored session has two roots.
+// The signature is every edit's (bite.rs's `Bad::Edit`), which may grow the store.
+#[allow(clippy::ptr_arg)]
+pub(crate) fn last_user_message_stored_as_a_root(trace: &mut Trace, store: &mut Vec<SessionEntry>) {
+    let last = appended_ids(trace, "user")
+        .pop()
+        .expect("the runtime appends a user message");
+    change_entry(trace, store, &last, |entry| entry.parent_id = None);
+}
+
+/// PERSIST-9.b: the last tool result is never stored: the run appends its last response below
+/// the call.
+pub(crate) fn last_tool_result_never_stored(trace: &mut Trace, store: &mut Vec<SessionEntry>) {
+    let result = appended_ids(trace, "toolResult").pop().expect("a stored tool result");
+    let call = store
+        .iter()
+        .find(|entry| entry.id == result)
+        .and_then(|entry| entry.parent_id.clone())
+        .expect("the result hangs below its call");
+    let next = child_of(trace, &result);
+    change_entry(trace, store, &next, |entry| entry.parent_id = Some(call.clone()));
+    let (append, answer) = append_and_answer(trace, &result);
+    trace.events.remove(answer);
+    trace.events.remove(append);
+    store.retain(|entry| entry.id != result);
+}
+
+/// PERSIST-9.c: the last tool result is stored a second time, under an id of its own, right
+/// below the first (a retry the store had already applied once).
+pub(crate) fn last_tool_result_stored_again(trace: &mut Trace, store: &mut Vec<SessionEntry>) {
+    let result = appended_ids(trace, "toolResult").pop().expect("a stored tool result");
+    let next = child_of(trace, &result);
+    let again = format!("{result}-again");
+    change_entry(trace, store, &next, |entry| entry.parent_id = Some(again.clone()));
+    let mut copy = store
+        .iter()
+        .find(|entry| entry.id == result)
+        .cloned()
+        .expect("the store holds the result");
+    copy.id = again;
+    copy.parent_id = Some(result.clone());
+    let (_, answer) = append_and_answer(trace, &result);
+    let effect = agentsim::runtime::EffectId(9_999);
+    trace.events.splice(
+        answer + 1..answer + 1,
+        [
+            Event::Append {
+                effect,
+                entry: copy.clone(),
+            },
+            Event::AppendAnswer {
+                effect,
+                answer: agentsim::trace::AppendAnswer::Ok,
+            },
+        ],
+    );
+    let at = store.iter().position(|entry| entry.id == result).expect("stored") + 1;
+    store.insert(at, copy);
+}
+
+/// PERSIST-9.d: the steer is stored between the first tool call and its result (appended as it
+/// arrived, while the tool ran), not after the results.
+pub(crate) fn steer_stored_between_call_and_result(trace: &mut Trace, store: &mut Vec<SessionEntry>) {
+    let steer = appended_ids(trace, "user")
+        .get(1)
+        .cloned()
+        .expect("the steer is stored");
+    let result = appended_ids(trace, "toolResult")
+        .first()
+        .cloned()
+        .expect("a stored tool result");
+    let call = store
+        .iter()
+        .find(|entry| entry.id == result)
+        .and_then(|entry| entry.parent_id.clone())
+        .expect("the result hangs below its call");
+    let steer_parent = store
+        .iter()
+        .find(|entry| entry.id == steer)
+        .and_then(|entry| entry.parent_id.clone())
+        .expect("the steer hangs below the last result");
+    let after_steer = child_of(trace, &steer);
+    change_entry(trace, store, &after_steer, |entry| {
+        entry.parent_id = Some(steer_parent.clone())
+    });
+    change_entry(trace, store, &result, |entry| entry.parent_id = Some(steer.clone()));
+    change_entry(trace, store, &steer, |entry| entry.parent_id = Some(call.clone()));
+    // Appended in that order too: the steer's append moves in front of the result's.
+    let (append, answer) = append_and_answer(trace, &steer);
+    let answer_event = trace.events.remove(answer);
+    let append_event = trace.events.remove(append);
+    let (result_append, _) = append_and_answer(trace, &result);
+    trace
+        .events
+        .splice(result_append..result_append, [append_event, answer_event]);
+    let moved = store.iter().position(|entry| entry.id == steer).expect("stored");
+    let entry = store.remove(moved);
+    let at = store.iter().position(|entry| entry.id == result).expect("stored");
+    store.insert(at, entry);
+}
