@@ -275,6 +275,7 @@ CAUSES: Dict[str, Dict[str, Any]] = {
 
 #: Per rule, the causes that can explain a failure, most specific first.
 RULE_CAUSES: Dict[str, List[str]] = {
+    "PERSIST-9": ["append-failure-swallowed", "abort-drops", "dispose-aborts", "hook-throws", "mode-disposes-host"],
     "PROJECT-2": ["system-prompt"],
     "WIRE-1": ["system-prompt"],
     "WIRE-2": ["system-prompt"],
@@ -308,7 +309,7 @@ RULE_CAUSES: Dict[str, List[str]] = {
     "PERSIST-1": ["unknown-mode"],
     "PROJECT-7": ["unknown-mode"],
     "PERSIST-2": ["null-leaf", "append-failure-swallowed", "dispose-aborts", "abort-cancels"],
-    "PERSIST-5": ["null-leaf", "duplicate-ids", "append-failure-swallowed"],
+    "PERSIST-5": ["null-leaf", "duplicate-ids", "append-failure-swallowed", "dispose-aborts"],
     "PROJECT-1": ["compaction-summary", "no-budget", "append-failure-swallowed"],
     "CONTEXT-2": ["append-failure-swallowed", "abort-drops"],
     "AGENT-4": ["mode-disposes-host", "dispose-aborts", "abort-cancels"],
@@ -369,6 +370,14 @@ RULE_CAUSES: Dict[str, List[str]] = {
 #: A (rule, cause) that applies only when the rule's violations say one of these.
 SYSTEM_PROMPT_SAID = ("system prompt was", "Review code carefully", "Cut a release")
 MESSAGE_HINTS: Dict[tuple, tuple] = {
+    # The session aelix leaves: a result under the entry before a rejected assistant message
+    # (a failed append swallowed), a call whose result an aborted turn or a raising hook never
+    # stored, a prompt after dispose appended as a second root.
+    ("PERSIST-9", "append-failure-swallowed"): ("tool.unmatched_result", "entry.orphan"),
+    ("PERSIST-9", "abort-drops"): ("tool.unanswered_call",),
+    ("PERSIST-9", "dispose-aborts"): ("entry.extra_root",),
+    ("PERSIST-9", "hook-throws"): ("tool.unanswered_call",),
+    ("PERSIST-9", "mode-disposes-host"): ("tool.unanswered_call",),
     ("PERSIST-6", "abort-cancels"): ("when the store had accepted", "no entry of its run was appended"),
     ("PERSIST-6", "abort-drops"): ("do not end with",),
     ("LIFE-2", "print-write-synchronous"): ("did not settle at once",),
@@ -520,6 +529,10 @@ EXPLORED: List[tuple] = [
     ('agent/abort-mid-stream', 'PERSIST-2', "op#3's first entry has parent `entry-1`; the leaf at its start was `entry-2`"),
     ('lifecycle/dispose-mid-stream', 'PERSIST-2', "op#3's first entry has parent `entry-1`; the leaf at its start was `entry-2`"),
     ('lifecycle/every-operation-settles', 'PERSIST-2', "op#5's first entry has parent `entry-2`; the leaf at its start was `entry-3`"),
+    ('agent/abort-after-last-chunk-closes-tool-calls', 'PERSIST-9', "the session the store holds fails check-session: `tool.unanswered_call` on line 5 of the store's file (entry `entry-2`): tool call `call-1` has no toolResult anywhere in the file"),
+    ('lab13/lab13-4-1b-json-mode-on-restored-session', 'PERSIST-9', "the session the store holds fails check-session: `tool.unanswered_call` on line 5 of the store's file (entry `entry-2`): tool call `call-1` has no toolResult anywhere in the file"),
+    ('lifecycle/dispose-twice-across-queue', 'PERSIST-9', "the session the store holds fails check-session: `tool.unanswered_call` on line 5 of the store's file (entry `entry-2`): tool call `call-1` has no toolResult anywhere in the file"),
+    ('lifecycle/dispose-waits-for-all-queued', 'PERSIST-5', 'entry `entry-2` has parent none (a root entry), which the store had not accepted'),
 ]
 
 
