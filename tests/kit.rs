@@ -44,6 +44,8 @@ mod fields;
 mod generated;
 #[path = "kit/hardening.rs"]
 mod hardening;
+#[path = "kit/hardening_third.rs"]
+mod hardening_third;
 #[path = "kit/html.rs"]
 mod html;
 #[path = "kit/interleaving.rs"]

@@ -1,0 +1,116 @@
+//! The third hardening round: one test per finding (each failed before its fix) beyond those
+//! already in `hardening.rs` (a closed or full standard output), `bad_input.rs` (unbounded
+//! knobs), `protocol.rs` (a second settlement in the networked world) and `whole_file.rs`'s
+//! unit tests (the temporary file created exclusively, under a short name).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agentsim::check;
+use agentsim::implementation::Implementation;
+use agentsim::run::{Run, Verdict};
+use agentsim::scenario::{self, LoadedScenario};
+use agentsim::sim::StrategyKind;
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------------------------
+// 2. The cost of a scenario: linear in what its requests carry
+// ---------------------------------------------------------------------------------------------
+
+fn loaded(value: &Value, name: &str) -> Result<LoadedScenario, scenario::ScenarioError> {
+    let text = serde_json::to_string(value).expect("serializes");
+    let path = Path::new(name);
+    scenario::parse(path, &text, check::RULE_IDS).map(|scenario| LoadedScenario {
+        path: path.to_path_buf(),
+        name: name.into(),
+        scenario,
+    })
+}
+
+/// A session of `entries` entries (a question, a tool call, its result and an answer, over and
+/// over), a compaction that keeps its second half, then `prompts` prompts answered with text,
+/// all delivered before the first run ends: each request carries half the session and the
+/// prompts so far.
+fn long_session(entries: usize, prompts: usize) -> Value {
+    let usage = json!({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                       "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}});
+    let assistant = |content: Value, stop: &str, at: u64| {
+        json!({"role": "assistant", "content": content, "api": "agentsim", "provider": "agentsim",
+               "model": "scripted", "usage": usage, "stopReason": stop, "timestamp": at})
+    };
+    let mut session = Vec::with_capacity(entries + 1);
+    let mut parent = Value::Null;
+    for index in 0..entries {
+        let at = 1_767_225_600_000 + index as u64 * 1_000;
+        let turn = index / 4;
+        let message = match index % 4 {
+            0 => json!({"role": "user", "content": format!("question {turn}"), "timestamp": at}),
+            1 => assistant(
+                json!([{"type": "toolCall", "id": format!("call-{turn}"), "name": "note",
+                        "arguments": {"text": format!("note {turn}")}}]),
+                "toolUse",
+                at,
+            ),
+            2 => json!({"role": "toolResult", "toolCallId": format!("call-{turn}"), "toolName": "note",
+                        "content": [{"type": "text", "text": "noted"}], "isError": false, "timestamp": at}),
+            _ => assistant(json!([{"type": "text", "text": format!("answer {turn}")}]), "stop", at),
+        };
+        let id = format!("e-{index}");
+        session.push(json!({"type": "message", "id": id, "parentId": parent,
+                            "timestamp": "2026-01-01T00:00:00.000Z", "message": message}));
+        parent = Value::String(id);
+    }
+    session.push(json!({"type": "compaction", "id": "compacted", "parentId": parent,
+                        "timestamp": "2026-01-01T00:00:00.000Z", "summary": "the first half",
+                        "firstKeptEntryId": format!("e-{}", entries / 2), "tokensBefore": 1000}));
+    json!({
+        "version": 1,
+        "description": "a long session, compacted, and prompts queued behind each other",
+        "rules": ["PROJECT-7", "CONTEXT-2", "CONTEXT-3", "QUEUE-1"],
+        "session": session,
+        "config": {"activeLeafId": "compacted"},
+        "tools": [{"name": "note", "description": "Take a note",
+                   "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+                   "results": [{"result": "noted"}]}],
+        "model": (0..prompts).map(|_| json!({"text": "ok"})).collect::<Vec<_>>(),
+        "operations": (0..prompts).map(|index| json!({"op": "prompt", "text": format!("prompt {index}")}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// The time of the reference's run of `loaded`, judged by every rule.
+fn judged_time(loaded: &LoadedScenario) -> Duration {
+    let started = Instant::now();
+    let report = Run::of(loaded)
+        .seeded(StrategyKind::Scripted, 0)
+        .on(&Implementation::reference())
+        .execute(loaded);
+    let elapsed = started.elapsed();
+    assert_eq!(report.verdict, Verdict::Passed, "{:?}", report.violations);
+    elapsed
+}
+
+/// Judging a run costs what its requests carry, each message read a bounded number of times:
+/// eight times the messages per request cost about eight times as much. Before, PROJECT-7
+/// compared each message with every earlier one of its request, CONTEXT-2 looked for each
+/// result's call from the start, CONTEXT-3 each compacted message through the whole request
+/// and RESTORE-4 each message through every entry off the path: 64 times as much (the
+/// walk-through's QUEUE-1 counted every queued prompt through the whole history and request,
+/// measured by `agentsim bench --growth`). Each size is timed three times, the two taking
+/// turns, and the least time counts; the bound sits between linear and quadratic, far enough
+/// from each for a busy machine.
+#[test]
+fn judging_a_run_is_linear_in_what_its_requests_carry() {
+    let small = loaded(&long_session(1_200, 16), "small.json").expect("loads");
+    let large = loaded(&long_session(9_600, 16), "large.json").expect("loads");
+    let (mut small_time, mut large_time) = (Duration::MAX, Duration::MAX);
+    for _ in 0..3 {
+        small_time = small_time.min(judged_time(&small));
+        large_time = large_time.min(judged_time(&large));
+    }
+    let ratio = large_time.as_secs_f64() / small_time.as_secs_f64().max(1e-6);
+    assert!(
+        ratio < 20.0,
+        "eight times the entries: {small_time:?} then {large_time:?}, {ratio:.1} times as long (linear: about 8)"
+    );
+}
