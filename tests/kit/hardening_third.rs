@@ -13,9 +13,17 @@ use agentsim::scenario::{self, LoadedScenario};
 use agentsim::sim::StrategyKind;
 use serde_json::{json, Value};
 
+use crate::binary::root;
+
 // ---------------------------------------------------------------------------------------------
-// 2. The cost of a scenario: linear in what its requests carry
+// 2. The cost of a scenario: linear in what its requests carry, and that bounded at load
 // ---------------------------------------------------------------------------------------------
+
+/// The walk-through repeated `prompts` times, as `agentsim bench --growth` grows it.
+fn walkthrough(prompts: usize) -> Value {
+    let text = std::fs::read_to_string(root().join("scenarios/wiring/walkthrough.json")).expect("reads");
+    agentsim::bench::growth::repeated(&serde_json::from_str(&text).expect("JSON"), prompts)
+}
 
 fn loaded(value: &Value, name: &str) -> Result<LoadedScenario, scenario::ScenarioError> {
     let text = serde_json::to_string(value).expect("serializes");
@@ -25,6 +33,29 @@ fn loaded(value: &Value, name: &str) -> Result<LoadedScenario, scenario::Scenari
         name: name.into(),
         scenario,
     })
+}
+
+/// Each model request carries the whole context (the contract), so what a run's requests carry
+/// grows with the square of its length: 1,000 prompts of the walk-through took 9 s and 710 MB
+/// (1,500 took 28 s and 1.5 GB, 3,000 did not end). A scenario whose requests could carry more
+/// than the documented bound is bad input at load, naming `operations`, before anything runs
+/// (1,000 prompts are 2,000 scripted responses, over the count of `model` first); the largest
+/// walk-through the bound admits loads.
+#[test]
+fn a_scenario_whose_requests_could_carry_too_much_is_refused_at_load() {
+    for (prompts, field, expected) in [
+        (365, "operations", "over the limit of 2000000"),
+        (1_000, "model", "2000 items, over the limit of 1000"),
+    ] {
+        let started = Instant::now();
+        let error = loaded(&walkthrough(prompts), "long.json").expect_err("over the bound");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert_eq!(error.field, field, "{error}");
+        assert!(error.message.contains(expected), "{error}");
+    }
+    let error = loaded(&walkthrough(365), "long.json").expect_err("over the bound");
+    assert!(error.message.contains("the whole context"), "{error}");
+    loaded(&walkthrough(364), "longest.json").expect("the largest walk-through the bound admits");
 }
 
 /// A session of `entries` entries (a question, a tool call, its result and an answer, over and
