@@ -158,13 +158,22 @@ impl ExpectationError {
 
 /// Reads and validates an expectation file.
 pub fn load(path: &Path) -> Result<ExpectationFile, ExpectationError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ExpectationError {
+    let error = |line: usize, field: String, message: String| ExpectationError {
         file: path.to_path_buf(),
-        line: 0,
-        field: "-".into(),
-        message: format!("cannot read: {error}"),
-    })?;
-    parse(path, &text)
+        line,
+        field,
+        message,
+    };
+    // Lines are 1-based: a problem with the file as a whole is reported at its first line.
+    let bytes = std::fs::read(path).map_err(|problem| error(1, "-".into(), format!("cannot read: {problem}")))?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        Err(problem) => {
+            let (line, field, message) = crate::scenario::locate::invalid_utf8(&bytes, problem);
+            return Err(error(line, field, message));
+        }
+    };
+    parse(path, text)
 }
 
 /// The message of a source that cites something else than the implementation's installed code.

@@ -55,22 +55,8 @@ pub fn load(path: &Path, name: &str, known_rules: &[&str]) -> Result<LoadedScena
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
         Err(error) => {
-            let valid = &bytes[..error.valid_up_to()];
-            // The prefix is valid UTF-8 by construction.
-            let prefix = std::str::from_utf8(valid).unwrap_or_default();
-            let line = 1 + valid.iter().filter(|byte| **byte == b'\n').count();
-            let line_start = valid.iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
-            let column = prefix[line_start..].chars().count() + 1;
-            let field = render_path(&locate::path_at_end(prefix));
-            return Err(ScenarioError::new(
-                path,
-                line,
-                if field.is_empty() { "-".to_string() } else { field },
-                format!(
-                    "not valid UTF-8 at column {column} (byte {} of the file)",
-                    valid.len() + 1
-                ),
-            ));
+            let (line, field, message) = locate::invalid_utf8(&bytes, error);
+            return Err(ScenarioError::new(path, line, field, message));
         }
     };
     let scenario = parse(path, text, known_rules)?;

@@ -53,6 +53,27 @@ pub fn path_at_end(prefix: &str) -> Vec<Segment> {
     walker.path()
 }
 
+/// Where the first byte of `bytes` that is not UTF-8 is, as a reader of the file finds it: its
+/// 1-based line, the field it sits in (`-` outside any), and a message naming its column and
+/// byte. `error` is `std::str::from_utf8(bytes)`'s.
+pub fn invalid_utf8(bytes: &[u8], error: std::str::Utf8Error) -> (usize, String, String) {
+    let valid = &bytes[..error.valid_up_to()];
+    // The prefix is valid UTF-8 by construction.
+    let prefix = std::str::from_utf8(valid).unwrap_or_default();
+    let line = 1 + valid.iter().filter(|byte| **byte == b'\n').count();
+    let line_start = valid.iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
+    let column = prefix[line_start..].chars().count() + 1;
+    let field = render_path(&path_at_end(prefix));
+    (
+        line,
+        if field.is_empty() { "-".to_string() } else { field },
+        format!(
+            "not valid UTF-8 at column {column} (byte {} of the file)",
+            valid.len() + 1
+        ),
+    )
+}
+
 /// A key that occurs twice in one object anywhere in `text` (a valid JSON text): the path of
 /// its second occurrence, the line it is on and the key. Linear in the text.
 pub fn find_duplicate_key(text: &str) -> Option<(Vec<Segment>, usize, String)> {

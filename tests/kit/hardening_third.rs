@@ -248,3 +248,21 @@ fn a_file_over_the_size_limit_is_a_reported_error_and_leaves_nothing_half_writte
     );
     let _ = std::fs::remove_dir_all(folder);
 }
+
+/// An expectations file with a byte that is not UTF-8 is located as a scenario file's is: its
+/// line, the field it sits in, its column and byte (before: line 0, no field).
+#[test]
+fn an_expectations_file_that_is_not_utf8_is_reported_at_its_line_and_field() {
+    let folder = crate::binary::scratch("hardening-third", "expectations-utf8");
+    let file = folder.join("expectations.json");
+    let mut bytes = b"{\n  \"implementation\": \"x\",\n  \"causes\": [\n    {\"id\": \"c\", \"reason\": \"ab".to_vec();
+    let byte = bytes.len() + 1;
+    bytes.extend([0xff, b'"', b'}', b']', b'}', b'\n']);
+    std::fs::write(&file, &bytes).expect("written");
+    let path = file.display().to_string();
+    let outcome = crate::binary::agentsim(&["run", "scenarios/wiring/walkthrough.json", "--expect", &path], &[]);
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    let expected = format!("{path}:4: causes[0].reason: not valid UTF-8 at column 30 (byte {byte} of the file)");
+    assert!(outcome.stderr.contains(&expected), "{}", outcome.stderr);
+    let _ = std::fs::remove_dir_all(folder);
+}
