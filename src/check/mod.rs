@@ -194,6 +194,37 @@ impl Fingerprint {
     }
 }
 
+/// How many characters of a text a violation's message quotes, as many as the adapter
+/// protocol's errors quote of a line: the longest texts the course writes (its error results)
+/// are shown whole.
+pub(crate) const QUOTED_CHARS_MAX: usize = 200;
+
+/// `text` as a message quotes it (Rust's `{:?}`: in double quotes, escaped), cut after
+/// [`QUOTED_CHARS_MAX`] characters with `…` and its length: a message stays short whatever the
+/// input (a 3 MB system prompt, a runtime's whole write).
+pub(crate) fn quoted(text: &str) -> String {
+    let length = text.chars().count();
+    if length <= QUOTED_CHARS_MAX {
+        return format!("{text:?}");
+    }
+    let cut: String = text.chars().take(QUOTED_CHARS_MAX).collect();
+    format!("{:?} ({length} characters)", format!("{cut}…"))
+}
+
+/// [`quoted`] of a text that may be absent, written as `{:?}` writes an `Option`.
+pub(crate) fn quoted_option(text: Option<&str>) -> String {
+    match text {
+        Some(text) => format!("Some({})", quoted(text)),
+        None => "None".to_string(),
+    }
+}
+
+/// Texts as `{:?}` writes a list, each [`quoted`].
+pub(crate) fn quoted_list<'t>(texts: impl IntoIterator<Item = &'t str>) -> String {
+    let texts: Vec<String> = texts.into_iter().map(quoted).collect();
+    format!("[{}]", texts.join(", "))
+}
+
 /// `1 entry`, `3 entries`: a count with its noun in the right number.
 pub(crate) fn counted(count: usize, singular: &str, plural: &str) -> String {
     if count == 1 {

@@ -149,9 +149,9 @@ pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violatio
                 "RESTORE-4.d",
                 &[request.line],
                 format!(
-                    "the request carries a {} message from outside the path to `{leaf}`: {:?}",
+                    "the request carries a {} message from outside the path to `{leaf}`: {}",
                     leaked.role(),
-                    leaked.text()
+                    super::quoted(&leaked.text())
                 ),
             ));
         }

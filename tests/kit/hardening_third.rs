@@ -266,3 +266,46 @@ fn an_expectations_file_that_is_not_utf8_is_reported_at_its_line_and_field() {
     assert!(outcome.stderr.contains(&expected), "{}", outcome.stderr);
     let _ = std::fs::remove_dir_all(folder);
 }
+
+/// A message quotes at most 200 characters of a text, with `…` and its length: a system prompt
+/// of megabytes the scripted model did not expect made a report of megabytes
+/// (`model[0].expect` quoted it whole, and the text it expected).
+#[test]
+fn a_message_quotes_a_long_text_cut_short() {
+    let folder = crate::binary::scratch("hardening-third", "long-quote");
+    let mut scenario: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/fixtures/protocol/one-prompt.json")).expect("reads"),
+    )
+    .expect("JSON");
+    let prompt = "a long system prompt ".repeat(75_000);
+    scenario["config"]["systemPrompt"] = json!(prompt);
+    scenario["model"][0]["expect"] = json!({"systemPrompt": format!("{prompt}, expected")});
+    let file = folder.join("long-prompt.json");
+    std::fs::write(&file, serde_json::to_string(&scenario).expect("serializes")).expect("written");
+    let path = file.display().to_string();
+    for format in ["human", "json"] {
+        let outcome = crate::binary::agentsim(&["run", &path, "--format", format], &[]);
+        assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+        assert!(
+            outcome.stdout.len() < 10_000,
+            "{format}: a {}-byte report",
+            outcome.stdout.len()
+        );
+        assert!(
+            outcome
+                .stdout
+                .contains(r#"system prompt was Some(\"a long system prompt a long"#)
+                || outcome
+                    .stdout
+                    .contains(r#"system prompt was Some("a long system prompt a long"#),
+            "{format}: {}",
+            outcome.stdout
+        );
+        assert!(
+            outcome.stdout.contains("syst…") && outcome.stdout.contains(" (1575000 characters)"),
+            "{format}: {}",
+            outcome.stdout
+        );
+    }
+    let _ = std::fs::remove_dir_all(folder);
+}
