@@ -165,7 +165,20 @@ pub fn load(path: &Path) -> Result<ExpectationFile, ExpectationError> {
         message,
     };
     // Lines are 1-based: a problem with the file as a whole is reported at its first line.
-    let bytes = std::fs::read(path).map_err(|problem| error(1, "-".into(), format!("cannot read: {problem}")))?;
+    let cannot_read = |problem: std::io::Error| error(1, "-".into(), format!("cannot read: {problem}"));
+    // Only a regular file is read: a FIFO nobody writes would block, a device never end.
+    let kind = std::fs::metadata(path).map_err(cannot_read)?.file_type();
+    if !kind.is_file() {
+        return Err(error(
+            1,
+            "-".into(),
+            format!(
+                "not a regular file but {}: an expectations file is a JSON file",
+                crate::scenario::kind_of(&kind)
+            ),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(cannot_read)?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
         Err(problem) => {

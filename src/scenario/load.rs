@@ -41,6 +41,16 @@ impl ScenarioError {
 pub fn load(path: &Path, name: &str, known_rules: &[&str]) -> Result<LoadedScenario, ScenarioError> {
     // Lines are 1-based: a problem with the file as a whole is reported at its first line.
     let cannot_read = |message: String| ScenarioError::new(path, 1, "-", message);
+    // Only a regular file is opened: a FIFO nobody writes would block, a device never end.
+    let kind = std::fs::metadata(path)
+        .map_err(|error| cannot_read(format!("cannot read: {error}")))?
+        .file_type();
+    if !kind.is_file() {
+        return Err(cannot_read(format!(
+            "not a regular file but {}: a scenario is a `*.json` file",
+            super::kind_of(&kind)
+        )));
+    }
     let file = std::fs::File::open(path).map_err(|error| cannot_read(format!("cannot read: {error}")))?;
     // Read at most one byte over the limit, so that a huge file is refused without being held.
     let mut bytes = Vec::new();

@@ -68,7 +68,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Resources, SessionEntry};
 
 pub use crate::limits;
-pub use discover::{discover, name_of};
+pub use discover::{discover, kind_of, name_of};
 pub use fault::*;
 pub use load::{clip_message, load, parse, printable, ScenarioError};
 pub use schema::*;

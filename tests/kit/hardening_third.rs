@@ -309,3 +309,90 @@ fn a_message_quotes_a_long_text_cut_short() {
     }
     let _ = std::fs::remove_dir_all(folder);
 }
+
+/// Runs the binary with `args` and no stdin, failing past `limit` (the process killed).
+fn agentsim_within(args: &[&str], limit: Duration) -> crate::binary::Outcome {
+    let started = Instant::now();
+    let mut child = std::process::Command::new(crate::binary::BIN)
+        .args(args)
+        .current_dir(root())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    while child.try_wait().expect("waits").is_none() {
+        if started.elapsed() > limit {
+            let _killed = child.kill();
+            let _reaped = child.wait();
+            panic!("{args:?} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().expect("ended");
+    crate::binary::Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A path that is not a regular file (a FIFO nobody writes, `/dev/zero`) given where a file is
+/// read is bad input naming the path and what it is, at once: before, `check-session` spun on
+/// `/dev/zero` and blocked on the FIFO forever, `run FIFO` said "Not a directory" at line 0, and
+/// a FIFO named `*.json` in a folder, an `--expect` or a dashboard report blocked.
+#[test]
+fn a_path_that_is_not_a_regular_file_is_refused_without_reading_it() {
+    let folder = crate::binary::scratch("hardening-third", "not-regular");
+    let fifo = folder.join("fifo");
+    let in_folder = folder.join("corpus");
+    std::fs::create_dir_all(&in_folder).expect("a folder");
+    let fifo_json = in_folder.join("named.json");
+    for path in [&fifo, &fifo_json] {
+        let name = std::ffi::CString::new(path.display().to_string()).expect("a C path");
+        // SAFETY: mkfifo reads the NUL-terminated path only.
+        assert_eq!(
+            unsafe { libc::mkfifo(name.as_ptr(), 0o600) },
+            0,
+            "mkfifo {}",
+            path.display()
+        );
+    }
+    let fifo_path = fifo.display().to_string();
+    let folder_path = in_folder.display().to_string();
+    let fifo_json_path = fifo_json.display().to_string();
+    let walkthrough = "scenarios/wiring/walkthrough.json";
+    let cases: [(Vec<&str>, String); 6] = [
+        (
+            vec!["check-session", "/dev/zero"],
+            "/dev/zero: not a regular file but a character device".into(),
+        ),
+        (
+            vec!["check-session", &fifo_path],
+            format!("{fifo_path}: not a regular file but a FIFO"),
+        ),
+        (
+            vec!["run", &fifo_path],
+            format!("{fifo_path}:1: -: not a scenario file or a folder but a FIFO"),
+        ),
+        (
+            vec!["run", &folder_path],
+            format!("{fifo_json_path}:1: -: not a regular file but a FIFO"),
+        ),
+        (
+            vec!["run", walkthrough, "--expect", &fifo_path],
+            format!("{fifo_path}:1: -: not a regular file but a FIFO"),
+        ),
+        (
+            vec!["dashboard", &fifo_path],
+            format!("{fifo_path}: not a regular file but a FIFO"),
+        ),
+    ];
+    for (args, expected) in cases {
+        let outcome = agentsim_within(&args, Duration::from_secs(20));
+        assert_eq!(outcome.code, 2, "{args:?}: {}", outcome.stderr);
+        assert!(outcome.stderr.contains(&expected), "{args:?}: {}", outcome.stderr);
+    }
+    let _ = std::fs::remove_dir_all(folder);
+}
