@@ -396,3 +396,20 @@ fn a_path_that_is_not_a_regular_file_is_refused_without_reading_it() {
     }
     let _ = std::fs::remove_dir_all(folder);
 }
+
+/// A `hello` claiming a protocol version no integer type holds is quoted as the adapter wrote
+/// it, not as the float it reads as (`1.8446744073709552e+19` for 2^64 + 1).
+#[test]
+fn a_hello_with_a_huge_protocol_number_is_quoted_as_written() {
+    use agentsim::protocol::wire::{parse_adapter_line, LineError};
+    for written in ["18446744073709551617", "1e3", "-0", "2.50"] {
+        let line = format!(r#"{{"type":"hello","protocol":{written},"implementation":{{"name":"x","version":"1"}}}}"#);
+        match parse_adapter_line(&line) {
+            Err(error @ LineError::Version { .. }) => assert_eq!(
+                error.to_string(),
+                format!("`hello` speaks protocol {written}; this kit speaks 1 and 2")
+            ),
+            other => panic!("{written}: {other:?}"),
+        }
+    }
+}
