@@ -413,3 +413,40 @@ fn a_hello_with_a_huge_protocol_number_is_quoted_as_written() {
         }
     }
 }
+
+/// An exploration that would run nothing is bad input whichever knob makes it so: `--seeds 0`
+/// was, while `--time-limit 0` and a shard that holds none of the seeds exited 0 with "0
+/// schedules".
+#[test]
+fn an_exploration_that_runs_nothing_is_bad_input() {
+    let walkthrough = "scenarios/wiring/walkthrough.json";
+    for (args, expected) in [
+        (vec!["--seeds", "0"], "0 is not in 1.."),
+        (vec!["--time-limit", "0"], "0 is not in 1.."),
+        (
+            vec!["--seeds", "2", "--shard", "3/4"],
+            "--shard 3/4 holds none of the seeds 0..2",
+        ),
+    ] {
+        let mut command = vec!["explore", walkthrough, "--strategy", "random"];
+        command.extend(&args);
+        let outcome = crate::binary::agentsim(&command, &[]);
+        assert_eq!(outcome.code, 2, "{args:?}: {}{}", outcome.stdout, outcome.stderr);
+        assert!(outcome.stderr.contains(expected), "{args:?}: {}", outcome.stderr);
+    }
+    let outcome = crate::binary::agentsim(
+        &[
+            "explore",
+            walkthrough,
+            "--strategy",
+            "random",
+            "--seeds",
+            "2",
+            "--shard",
+            "2/4",
+        ],
+        &[],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(outcome.stdout.contains("1 passed"), "{}", outcome.stdout);
+}
