@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::check::{level_of, Level, RULE_IDS};
 use crate::run::{CaseReport, Verdict};
 use crate::scenario::locate::{find_duplicate_key, line_of, render_path, Segment};
+use crate::scenario::{clip_message, printable};
 
 /// One `expectations/<impl>.json` file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,9 +141,11 @@ impl DeviationVerdict {
     }
 }
 
-/// An expectation file that could not be used. Names the file, line and field.
+/// An expectation file that could not be used. Names the file, line and field; printed on one
+/// line, with the input it quotes cut and its control characters escaped, as a scenario
+/// file's errors are (`scenario::clip_message`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {field}: {message}")]
+#[error("{}:{line}: {}: {}", printable(&file.display().to_string()), printable(field), clip_message(message))]
 pub struct ExpectationError {
     pub file: PathBuf,
     pub line: usize,
@@ -214,7 +217,8 @@ pub fn parse(path: &Path, text: &str) -> Result<ExpectationFile, ExpectationErro
             Some(at) => message[..at].to_string(),
             None => message,
         };
-        let field = if inner.is_syntax() || inner.is_eof() || field == "." {
+        // The whole file (`-`) when the path is empty: an unknown key `` at the top names none.
+        let field = if inner.is_syntax() || inner.is_eof() || field == "." || field.is_empty() {
             "-".to_string()
         } else {
             field

@@ -40,6 +40,8 @@ mod expectations;
 mod fairness;
 #[path = "kit/fields.rs"]
 mod fields;
+#[path = "kit/fuzz.rs"]
+mod fuzz;
 #[path = "kit/generated.rs"]
 mod generated;
 #[path = "kit/hardening.rs"]
