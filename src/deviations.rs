@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::{level_of, Level, RULE_IDS};
 use crate::scenario::locate::{find_duplicate_key, line_of, render_path, Segment};
+use crate::scenario::{clip_message, printable};
 
 pub use compare::{
     compare, compare_explored, observed_failures, pairs_by_rule, stale_line, CauseComparison, Comparison,
@@ -149,9 +150,11 @@ impl DeviationVerdict {
     }
 }
 
-/// An expectation file that could not be used. Names the file, line and field.
+/// An expectation file that could not be used. Names the file, line and field; printed on one
+/// line, with the input it quotes cut and its control characters escaped, as a scenario
+/// file's errors are (`scenario::clip_message`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {field}: {message}")]
+#[error("{}:{line}: {}: {}", printable(&file.display().to_string()), printable(field), clip_message(message))]
 pub struct ExpectationError {
     pub file: PathBuf,
     pub line: usize,
@@ -167,13 +170,35 @@ impl ExpectationError {
 
 /// Reads and validates an expectation file.
 pub fn load(path: &Path) -> Result<ExpectationFile, ExpectationError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ExpectationError {
+    let error = |line: usize, field: String, message: String| ExpectationError {
         file: path.to_path_buf(),
-        line: 0,
-        field: "-".into(),
-        message: format!("cannot read: {error}"),
-    })?;
-    parse(path, &text)
+        line,
+        field,
+        message,
+    };
+    // Lines are 1-based: a problem with the file as a whole is reported at its first line.
+    let cannot_read = |problem: std::io::Error| error(1, "-".into(), format!("cannot read: {problem}"));
+    // Only a regular file is read: a FIFO nobody writes would block, a device never end.
+    let kind = std::fs::metadata(path).map_err(cannot_read)?.file_type();
+    if !kind.is_file() {
+        return Err(error(
+            1,
+            "-".into(),
+            format!(
+                "not a regular file but {}: an expectations file is a JSON file",
+                crate::scenario::kind_of(&kind)
+            ),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(cannot_read)?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        Err(problem) => {
+            let (line, field, message) = crate::scenario::locate::invalid_utf8(&bytes, problem);
+            return Err(error(line, field, message));
+        }
+    };
+    parse(path, text)
 }
 
 /// The message of a source that cites something else than the implementation's installed code.
@@ -201,7 +226,8 @@ pub fn parse(path: &Path, text: &str) -> Result<ExpectationFile, ExpectationErro
             Some(at) => message[..at].to_string(),
             None => message,
         };
-        let field = if inner.is_syntax() || inner.is_eof() || field == "." {
+        // The whole file (`-`) when the path is empty: an unknown key `` at the top names none.
+        let field = if inner.is_syntax() || inner.is_eof() || field == "." || field.is_empty() {
             "-".to_string()
         } else {
             field

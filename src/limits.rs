@@ -8,14 +8,24 @@
 pub const FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
 /// `session`: initial entries.
 pub const SESSION_ENTRIES_MAX: usize = 10_000;
-/// `model`: scripted responses.
-pub const MODEL_STEPS_MAX: usize = 10_000;
+/// `model`: scripted responses (more could never pass [`CONTEXT_MESSAGES_MAX`] by much).
+pub const MODEL_STEPS_MAX: usize = 1_000;
 /// `model[i].toolCalls`: calls in one response.
 pub const TOOL_CALLS_PER_STEP_MAX: usize = 1_000;
 /// `model[i].chunks`: streamed pieces of one response (one string each).
 pub const CHUNKS_MAX: u32 = 1_000;
-/// `operations`.
-pub const OPERATIONS_MAX: usize = 10_000;
+/// `operations` (more could never pass [`CONTEXT_MESSAGES_MAX`]).
+pub const OPERATIONS_MAX: usize = 1_000;
+/// The messages a scenario's model requests could carry in all, bounded from its counts as
+/// `(model + operations) x (session + model + 2 x operations + tool calls + 1)`: at most one
+/// request per scripted response and one more per operation (a request past the script is
+/// answered with an error, which ends its run), each carrying at most the session, a response
+/// per request, a user message per operation, a result per scripted tool call and a compaction
+/// summary. Each request carries the whole context (the contract), so what a run's requests
+/// carry grows with the square of its length, and every message carried is held in the trace
+/// and read by the checkers: about 0.75 KB and 1 µs each. At the bound a run takes about 1.5
+/// GB; the walk-through repeated (four messages a prompt) is admitted up to 364 prompts.
+pub const CONTEXT_MESSAGES_MAX: u64 = 2_000_000;
 /// `extensions`, `observers`, `tools`.
 pub const EXTENSIONS_MAX: usize = 1_000;
 /// `observers[i].answers`.

@@ -18,11 +18,15 @@ pub fn before_in_corpus(index: usize, len: usize) -> impl Iterator<Item = usize>
 pub fn load_corpus(paths: &[PathBuf]) -> Result<Vec<LoadedScenario>, ScenarioError> {
     let mut loaded = Vec::new();
     for root in paths {
-        let files = scenario::discover(root).map_err(|error| ScenarioError {
-            file: root.clone(),
-            line: 0,
-            field: "-".into(),
-            message: format!("cannot read: {error}"),
+        let files = scenario::discover(root).map_err(|error| match error.kind() {
+            // Not a file or a folder: a problem with the path as a whole, at its first line.
+            std::io::ErrorKind::InvalidInput => ScenarioError::new(root, 1, "-", error.to_string()),
+            _ => ScenarioError {
+                file: root.clone(),
+                line: 0,
+                field: "-".into(),
+                message: format!("cannot read: {error}"),
+            },
         })?;
         let base = if root.is_file() {
             root.parent().unwrap_or(Path::new(""))

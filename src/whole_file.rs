@@ -136,11 +136,16 @@ mod tests {
         std::fs::write(&outside, "untouched").expect("written");
         let pages = folder.join("pages");
         std::fs::create_dir_all(&pages).expect("a folder");
-        // Links at the next names this process would use.
+        // Links at the next names this process would use, and at those an earlier writer used
+        // (`.index.html.<pid>-<n>.partial`, which it opened and followed).
         let next = WRITES_STARTED.load(Ordering::Relaxed);
         for n in next..next + 8 {
-            let name = pages.join(format!(".agentsim-{}-{n}.partial", std::process::id()));
-            std::os::unix::fs::symlink(&outside, name).expect("a link");
+            for name in [
+                format!(".agentsim-{}-{n}.partial", std::process::id()),
+                format!(".index.html.{}-{n}.partial", std::process::id()),
+            ] {
+                std::os::unix::fs::symlink(&outside, pages.join(name)).expect("a link");
+            }
         }
         let index = pages.join("index.html");
         write(&index, "the page").expect("written beside the links");

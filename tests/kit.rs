@@ -41,10 +41,14 @@ mod expectations;
 mod fairness;
 #[path = "kit/fields.rs"]
 mod fields;
+#[path = "kit/fuzz.rs"]
+mod fuzz;
 #[path = "kit/generated.rs"]
 mod generated;
 #[path = "kit/hardening.rs"]
 mod hardening;
+#[path = "kit/hardening_third.rs"]
+mod hardening_third;
 #[path = "kit/html.rs"]
 mod html;
 #[path = "kit/interleaving.rs"]

@@ -179,7 +179,11 @@ pub fn steer_joins_the_next_request(timeline: &Timeline<'_>) -> Vec<Violation> {
             violations.push(Violation::new(
                 "AGENT-2.a",
                 &[info.delivered, next.line],
-                format!("the next model request after steer {} does not carry {text:?}", info.op),
+                format!(
+                    "the next model request after steer {} does not carry {}",
+                    info.op,
+                    super::quoted(text)
+                ),
             ));
         }
     }

@@ -1,5 +1,7 @@
 //! CONTEXT: the budgeted projection's observable properties.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::model::{estimate_message_tokens, estimate_text_tokens, EntryBody, Message};
 
 use super::timeline::Timeline;
@@ -8,9 +10,13 @@ use super::Violation;
 pub fn fixed_costs_first_and_budget_used(timeline: &Timeline<'_>) -> Vec<Violation> {
     let budget = timeline.scenario.config.context;
     let mut violations = Vec::new();
+    // No path holds a compaction when neither the session nor an append does: then no path
+    // need be walked.
+    let compaction = timeline.has_compaction();
     for request in &timeline.requests {
-        let summary = timeline
-            .active_path_at(request.line)
+        let summary = compaction
+            .then(|| timeline.active_path_at(request.line))
+            .flatten()
             .and_then(|path| latest_compaction_summary(&path));
         let mut fixed = budget.reserved_output
             + budget.safety_margin
@@ -55,13 +61,20 @@ pub fn fixed_costs_first_and_budget_used(timeline: &Timeline<'_>) -> Vec<Violati
 pub fn tool_call_never_split_from_result(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
+        // Where the last result of each call id is, and the call ids of the messages read so
+        // far: each message is judged against them, not against the whole request again.
+        let mut last_result: HashMap<&str, usize> = HashMap::new();
+        for (index, message) in request.messages.iter().enumerate() {
+            if let Message::ToolResult(result) = message {
+                last_result.insert(result.tool_call_id.as_str(), index);
+            }
+        }
+        let mut called: HashSet<&str> = HashSet::new();
         for (index, message) in request.messages.iter().enumerate() {
             match message {
                 Message::Assistant(assistant) => {
                     for call in assistant.tool_calls() {
-                        let answered = request.messages[index + 1..].iter().any(
-                            |later| matches!(later, Message::ToolResult(result) if result.tool_call_id == call.id),
-                        );
+                        let answered = last_result.get(call.id.as_str()).is_some_and(|last| *last > index);
                         if !answered {
                             violations.push(Violation::new(
                                 "CONTEXT-2.a",
@@ -70,14 +83,10 @@ pub fn tool_call_never_split_from_result(timeline: &Timeline<'_>) -> Vec<Violati
                             ));
                         }
                     }
+                    called.extend(assistant.tool_calls().iter().map(|call| call.id.as_str()));
                 }
                 Message::ToolResult(result) => {
-                    let called = request.messages[..index].iter().any(|earlier| {
-                        earlier.as_assistant().is_some_and(|assistant| {
-                            assistant.tool_calls().iter().any(|call| call.id == result.tool_call_id)
-                        })
-                    });
-                    if !called {
+                    if !called.contains(result.tool_call_id.as_str()) {
                         violations.push(Violation::new(
                             "CONTEXT-2.b",
                             &[request.line],
@@ -106,6 +115,9 @@ fn latest_compaction_summary<'a>(path: &[&'a crate::model::SessionEntry]) -> Opt
 
 pub fn compaction_is_respected(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
+    if !timeline.has_compaction() {
+        return violations;
+    }
     for request in &timeline.requests {
         let Some(path) = timeline.active_path_at(request.line) else {
             continue;
@@ -129,10 +141,11 @@ pub fn compaction_is_respected(timeline: &Timeline<'_>) -> Vec<Violation> {
             .iter()
             .position(|entry| entry.id == first_kept)
             .unwrap_or(compaction_at);
-        let kept: Vec<&Message> = path[kept_at..].iter().filter_map(|entry| entry.as_message()).collect();
+        let kept = super::Fingerprinted::of(path[kept_at..].iter().filter_map(|entry| entry.as_message()));
+        let carried = super::Fingerprinted::of(request.messages);
         for entry in &path[..kept_at] {
             let Some(message) = entry.as_message() else { continue };
-            if !kept.contains(&message) && request.messages.contains(message) {
+            if !kept.contains(message) && carried.contains(message) {
                 violations.push(Violation::new(
                     "CONTEXT-3.b",
                     &[request.line],

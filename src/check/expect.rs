@@ -104,7 +104,14 @@ pub fn check_expectations(timeline: &Timeline<'_>) -> Vec<Violation> {
         let same =
             got.len() == writes.len() && got.iter().zip(writes).all(|(got, expected)| same_output(got, expected));
         if !same {
-            fail(&[end], format!("writes: expected {writes:?}, got {got:?}"));
+            fail(
+                &[end],
+                format!(
+                    "writes: expected {}, got {}",
+                    super::quoted_list(writes.iter().map(String::as_str)),
+                    super::quoted_list(got)
+                ),
+            );
         }
     }
     violations

@@ -6,6 +6,7 @@
 //! judges the reference and external implementations alike.
 
 mod agent;
+mod carried;
 pub mod cause;
 mod context;
 mod durable;
@@ -107,6 +108,139 @@ pub(crate) fn is_user_text(message: &crate::model::Message, text: &str) -> bool 
         Message::User(_) => message.text() == text,
         _ => false,
     }
+}
+
+/// The text of a user message (`None` for the other roles), lent when it is one plain text.
+pub(crate) fn user_text(message: &crate::model::Message) -> Option<std::borrow::Cow<'_, str>> {
+    use crate::model::{Message, UserContent, UserMessage};
+    match message {
+        Message::User(UserMessage {
+            content: UserContent::Text(own),
+            ..
+        }) => Some(std::borrow::Cow::Borrowed(own)),
+        Message::User(_) => Some(std::borrow::Cow::Owned(message.text())),
+        _ => None,
+    }
+}
+
+/// A hash of what tells messages apart (role, timestamp, the length of each text, tool call
+/// ids): equal messages have equal fingerprints, so a message is compared in full only with the
+/// few of its own fingerprint. For finding repeats in a request in time linear in its length;
+/// texts are counted by length only, so a long text is not read for it.
+pub(crate) fn message_fingerprint(message: &crate::model::Message) -> u64 {
+    use crate::model::{AssistantBlock, ContentBlock, Message, UserContent};
+    let mut hash = Fingerprint(0);
+    let add_blocks = |hash: &mut Fingerprint, blocks: &[ContentBlock]| {
+        for block in blocks {
+            match block {
+                ContentBlock::Text { text } => hash.add(text.len() as u64),
+                ContentBlock::Image { data, .. } => hash.add(!(data.len() as u64)),
+            }
+        }
+    };
+    match message {
+        Message::User(user) => {
+            hash.add(1);
+            hash.add(user.timestamp);
+            match &user.content {
+                UserContent::Text(text) => hash.add(text.len() as u64),
+                UserContent::Blocks(content) => add_blocks(&mut hash, content),
+            }
+        }
+        Message::Assistant(assistant) => {
+            hash.add(2);
+            hash.add(assistant.timestamp);
+            hash.add(assistant.stop_reason as u64);
+            for block in &assistant.content {
+                match block {
+                    AssistantBlock::Text { text } => hash.add(text.len() as u64),
+                    AssistantBlock::Thinking { thinking } => hash.add(!(thinking.len() as u64)),
+                    AssistantBlock::ToolCall(call) => hash.add_bytes(call.id.as_bytes()),
+                }
+            }
+        }
+        Message::ToolResult(result) => {
+            hash.add(3);
+            hash.add(result.timestamp);
+            hash.add(u64::from(result.is_error));
+            hash.add_bytes(result.tool_call_id.as_bytes());
+            add_blocks(&mut hash, &result.content);
+        }
+    }
+    hash.0
+}
+
+/// Messages by their fingerprint (`check::message_fingerprint`): whether a list holds a message
+/// is then a look-up and a comparison or two, not a walk of the list.
+pub(crate) struct Fingerprinted<'m>(std::collections::HashMap<u64, Vec<&'m Message>>);
+
+impl<'m> Fingerprinted<'m> {
+    pub(crate) fn of(messages: impl IntoIterator<Item = &'m Message>) -> Fingerprinted<'m> {
+        let mut by_fingerprint: std::collections::HashMap<u64, Vec<&'m Message>> = std::collections::HashMap::new();
+        for message in messages {
+            by_fingerprint
+                .entry(message_fingerprint(message))
+                .or_default()
+                .push(message);
+        }
+        Fingerprinted(by_fingerprint)
+    }
+
+    pub(crate) fn contains(&self, message: &Message) -> bool {
+        self.0
+            .get(&message_fingerprint(message))
+            .is_some_and(|same| same.contains(&message))
+    }
+}
+
+/// FxHash's step (a rotate, a xor and a multiply per word): fast, and enough to spread the
+/// fingerprints of the messages of one request.
+struct Fingerprint(u64);
+
+impl Fingerprint {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn add_bytes(&mut self, bytes: &[u8]) {
+        self.add(bytes.len() as u64);
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+}
+
+/// How many characters of a text a violation's message quotes, as many as the adapter
+/// protocol's errors quote of a line: the longest texts the course writes (its error results)
+/// are shown whole.
+pub(crate) const QUOTED_CHARS_MAX: usize = 200;
+
+/// `text` as a message quotes it (Rust's `{:?}`: in double quotes, escaped), cut after
+/// [`QUOTED_CHARS_MAX`] characters with `…` and its length: a message stays short whatever the
+/// input (a 3 MB system prompt, a runtime's whole write).
+pub(crate) fn quoted(text: &str) -> String {
+    let length = text.chars().count();
+    if length <= QUOTED_CHARS_MAX {
+        return format!("{text:?}");
+    }
+    let cut: String = text.chars().take(QUOTED_CHARS_MAX).collect();
+    format!("{:?} ({length} characters)", format!("{cut}…"))
+}
+
+/// [`quoted`] of a text that may be absent, written as `{:?}` writes an `Option`.
+pub(crate) fn quoted_option(text: Option<&str>) -> String {
+    match text {
+        Some(text) => format!("Some({})", quoted(text)),
+        None => "None".to_string(),
+    }
+}
+
+/// Texts as `{:?}` writes a list, each [`quoted`].
+pub(crate) fn quoted_list<'t>(texts: impl IntoIterator<Item = &'t str>) -> String {
+    let texts: Vec<String> = texts.into_iter().map(quoted).collect();
+    format!("[{}]", texts.join(", "))
 }
 
 /// `1 entry`, `3 entries`: a count with its noun in the right number.

@@ -47,8 +47,9 @@ pub fn modes_encode_the_result(timeline: &Timeline<'_>) -> Vec<Violation> {
                             "MODE-1.a",
                             &[write.line],
                             format!(
-                                "{mode} wrote {:?}, the final assistant text is {expected:?}",
-                                write.text
+                                "{mode} wrote {}, the final assistant text is {}",
+                                super::quoted(write.text),
+                                super::quoted(&expected)
                             ),
                         ));
                     }
@@ -320,8 +321,9 @@ pub fn library_returns_reason_and_text(timeline: &Timeline<'_>) -> Vec<Violation
                         "MODE-5.c",
                         &[*line],
                         format!(
-                            "library text {text:?}, the last assistant text is {:?}",
-                            expected.unwrap_or_default()
+                            "library text {}, the last assistant text is {}",
+                            super::quoted(text),
+                            super::quoted(&expected.unwrap_or_default())
                         ),
                     ));
                 }

@@ -45,8 +45,9 @@ pub fn only_the_new_suffix_is_appended(timeline: &Timeline<'_>) -> Vec<Violation
                     "PERSIST-1.a",
                     &[first.line],
                     format!(
-                        "{}'s first appended message is not its own user message {text:?}",
-                        info.op
+                        "{}'s first appended message is not its own user message {}",
+                        info.op,
+                        super::quoted(text)
                     ),
                 ));
             }
@@ -332,8 +333,9 @@ pub fn entry_timestamps_come_from_now(timeline: &Timeline<'_>) -> Vec<Violation>
                 "PERSIST-8.a",
                 &[append.line],
                 format!(
-                    "entry `{}` has timestamp {:?}, which no reading of the clock rule gives",
-                    append.entry.id, append.entry.timestamp
+                    "entry `{}` has timestamp {}, which no reading of the clock rule gives",
+                    append.entry.id,
+                    super::quoted(&append.entry.timestamp)
                 ),
             ));
             continue;

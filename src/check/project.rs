@@ -22,7 +22,11 @@ pub fn expected_request_messages<'t, 'a>(
     timeline: &'t Timeline<'a>,
     request: &RequestInfo<'_>,
 ) -> Option<&'t Projection<'a>> {
-    let index = timeline.requests.iter().position(|other| other.line == request.line)?;
+    // Requests are in trace order.
+    let index = timeline
+        .requests
+        .binary_search_by_key(&request.line, |other| other.line)
+        .ok()?;
     timeline.request_messages(index, derive_request_messages)
 }
 
@@ -30,10 +34,9 @@ fn derive_request_messages<'a>(timeline: &Timeline<'a>, request: &RequestInfo<'a
     let op = request.op?;
     let run_messages: &[&'a Message] = timeline.appended_messages(op);
     let index = timeline
-        .requests
-        .iter()
-        .filter(|other| other.op == Some(op))
-        .position(|earlier| earlier.line == request.line)?;
+        .requests_of(op)
+        .binary_search_by_key(&request.line, |earlier| earlier.line)
+        .ok()?;
     let end = match run_messages
         .iter()
         .enumerate()
@@ -68,7 +71,7 @@ fn project_at<'a>(
     let budget = timeline.scenario.config.context;
     match (&timeline.initial_path, timeline.accepted_chain_before(line)) {
         (Some(initial), Some(accepted)) => {
-            let suffix = accepted.into_iter().chain(unpersisted);
+            let suffix = accepted.iter().copied().chain(unpersisted);
             Some(project_over(initial.iter().copied(), suffix, system_prompt, &budget))
         }
         _ => {
@@ -473,22 +476,31 @@ pub fn projection_never_fails_a_run(timeline: &Timeline<'_>) -> Vec<Violation> {
 pub fn persisted_count_in_range(timeline: &Timeline<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     for request in &timeline.requests {
-        let repeated = request
-            .messages
-            .iter()
-            .enumerate()
-            .find(|(index, message)| request.messages[..*index].contains(message));
-        if let Some((index, message)) = repeated {
+        if let Some(index) = first_repeated(request.messages) {
             violations.push(Violation::new(
                 "PROJECT-7.a",
                 &[request.line],
                 format!(
                     "message {} ({}) appears twice: a persisted message was sent again as temporary",
                     index + 1,
-                    message.role()
+                    request.messages[index].role()
                 ),
             ));
         }
     }
     violations
+}
+
+/// The index of the first message equal to an earlier one. Each message is compared only with
+/// the earlier ones of the same fingerprint, so a request costs its length, not its square.
+fn first_repeated(messages: &[Message]) -> Option<usize> {
+    let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        let same = seen.entry(super::message_fingerprint(message)).or_default();
+        if same.iter().any(|earlier| messages[*earlier] == *message) {
+            return Some(index);
+        }
+        same.push(index);
+    }
+    None
 }

@@ -1,11 +1,11 @@
 //! QUEUE: one operation queue, beforeCount at operation start.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::model::Message;
 use crate::runtime::{OpValue, Settlement, SignalId};
 
-use super::timeline::Timeline;
+use super::timeline::{Line, Timeline};
 use super::Violation;
 
 pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violation> {
@@ -45,21 +45,18 @@ pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violat
         span.1 = span.1.max(end);
     }
     let spans: Vec<(SignalId, (usize, usize, Use))> = spans.into_iter().collect();
-    for (index, (signal, (start, end, first))) in spans.iter().enumerate() {
-        for (other, (other_start, other_end, other_first)) in &spans[index + 1..] {
-            if !(start < other_end && other_start < end) {
-                continue;
-            }
-            let run = run_of(*first);
-            if run.is_some() && run == run_of(*other_first) {
-                continue;
-            }
-            violations.push(Violation::new(
-                "QUEUE-1.b",
-                &[*start.max(other_start)],
-                format!("the runs of {signal} and {other} overlap: prompts must run one at a time"),
-            ));
+    for (index, other) in overlapping_pairs(&spans) {
+        let (signal, (start, _, first)) = &spans[index];
+        let (other, (other_start, _, other_first)) = &spans[other];
+        let run = run_of(*first);
+        if run.is_some() && run == run_of(*other_first) {
+            continue;
         }
+        violations.push(Violation::new(
+            "QUEUE-1.b",
+            &[*start.max(other_start)],
+            format!("the runs of {signal} and {other} overlap: prompts must run one at a time"),
+        ));
     }
     // Prompt-like operations that succeed settle in arrival order.
     let mut last: Option<(usize, crate::runtime::OpId)> = None;
@@ -82,17 +79,54 @@ pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violat
     violations
 }
 
+/// The pairs `(i, j)`, `i < j`, of `spans` (each a start and an end line) that overlap, in order:
+/// found by a sweep in the order of their starts that keeps only the spans still open, so a
+/// conforming trace, whose runs follow one another, costs its number of runs.
+fn overlapping_pairs<K, T>(spans: &[(K, (usize, usize, T))]) -> Vec<(usize, usize)> {
+    let overlap = |a: usize, b: usize| {
+        let (_, (a_start, a_end, _)) = &spans[a];
+        let (_, (b_start, b_end, _)) = &spans[b];
+        a_start < b_end && b_start < a_end
+    };
+    let mut by_start: Vec<usize> = (0..spans.len()).collect();
+    by_start.sort_by_key(|index| spans[*index].1 .0);
+    let mut open: Vec<usize> = Vec::new();
+    let mut pairs = Vec::new();
+    for index in by_start {
+        let start = spans[index].1 .0;
+        // A span that ended by this start overlaps neither this span nor any later one.
+        open.retain(|other| spans[*other].1 .1 > start);
+        pairs.extend(
+            open.iter()
+                .filter(|other| overlap(index, **other))
+                .map(|other| (index.min(*other), index.max(*other))),
+        );
+        open.push(index);
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
 /// A run starts only after the previous one finished: a model request that already carries the
 /// prompt of a later operation, while an earlier prompt-like operation has not finished
 /// (settled, or for a mode, written), means the later run started first. The prompt's text
 /// is what shows it: it enters the transcript only when its run starts.
+///
+/// Each request is read once: its user texts are counted, and only the later operations whose
+/// prompt is among them are judged, so the cost is the size of what the requests carry.
 fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let count = |messages: &[Message], text: &str| {
-        messages
-            .iter()
-            .filter(|message| matches!(message, Message::User(_)) && message.text() == text)
-            .count()
-    };
+    // The prompt-like operations by their text (positions in `ops`), and the delivery lines of
+    // the others (steer, followUp) by theirs, in trace order.
+    let mut prompts_by_text: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut others_by_text: HashMap<&str, Vec<Line>> = HashMap::new();
+    for (position, info) in timeline.ops.iter().enumerate() {
+        let Some(text) = info.operation.text() else { continue };
+        if info.is_prompt_like() {
+            prompts_by_text.entry(text).or_default().push(position);
+        } else {
+            others_by_text.entry(text).or_default().push(info.delivered);
+        }
+    }
     let mut violations = Vec::new();
     let mut reported = std::collections::BTreeSet::new();
     for request in &timeline.requests {
@@ -102,32 +136,40 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
         if earlier.run_finished.is_some_and(|finished| finished < request.line) {
             continue;
         }
+        let carried = count_user_texts(request.messages);
+        // The later prompt-like operations delivered before the request whose prompt it
+        // carries, in order.
+        let mut later: Vec<usize> = carried
+            .keys()
+            .filter_map(|text| prompts_by_text.get(text.as_ref()))
+            .flatten()
+            .copied()
+            .filter(|position| {
+                let info = &timeline.ops[*position];
+                info.op > earlier.op && info.delivered < request.line && !reported.contains(&info.op)
+            })
+            .collect();
+        if later.is_empty() {
+            continue;
+        }
+        later.sort_unstable();
         // The transcript at the request, derived only when a later operation is there to judge.
-        let mut history: Option<Option<Vec<Message>>> = None;
-        for later in timeline
-            .ops
-            .iter()
-            .filter(|info| info.is_prompt_like() && info.op > earlier.op && info.delivered < request.line)
-        {
-            if reported.contains(&later.op) {
-                continue;
-            }
+        let Some(history) = timeline.transcript_at(request.line) else {
+            continue;
+        };
+        let in_history = count_user_texts(&history);
+        for position in later {
+            let later = &timeline.ops[position];
             let Some(text) = later.operation.text() else { continue };
-            let Some(history) = history.get_or_insert_with(|| timeline.transcript_at(request.line)) else {
-                break;
-            };
             // What may carry the same text legitimately: the history, the earlier run's own
             // prompt, and steering or follow-up messages delivered before the request.
-            let allowed = count(history, text)
+            let steered = others_by_text
+                .get(text)
+                .map_or(0, |lines| lines.partition_point(|line| *line < request.line));
+            let allowed = in_history.get(text).copied().unwrap_or(0)
                 + usize::from(earlier.operation.text() == Some(text))
-                + timeline
-                    .ops
-                    .iter()
-                    .filter(|info| {
-                        !info.is_prompt_like() && info.delivered < request.line && info.operation.text() == Some(text)
-                    })
-                    .count();
-            if count(request.messages, text) > allowed {
+                + steered;
+            if carried.get(text).copied().unwrap_or(0) > allowed {
                 reported.insert(later.op);
                 let waiting = match earlier.settled {
                     Some((line, _)) => format!("settled only at line {:04}", line + 1),
@@ -145,6 +187,15 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// How many user messages of `messages` hold each text.
+fn count_user_texts(messages: &[Message]) -> HashMap<std::borrow::Cow<'_, str>, usize> {
+    let mut counts: HashMap<std::borrow::Cow<'_, str>, usize> = HashMap::new();
+    for text in messages.iter().filter_map(super::user_text) {
+        *counts.entry(text).or_default() += 1;
+    }
+    counts
 }
 
 pub fn each_run_appends_its_own_messages(timeline: &Timeline<'_>) -> Vec<Violation> {

@@ -131,24 +131,27 @@ pub fn restores_exactly_the_chosen_path(timeline: &Timeline<'_>) -> Vec<Violatio
         _ => {}
     }
     // No message that exists only off the chosen path may reach the model.
-    let on_path: &[&SessionEntry] = path;
-    let off_path: Vec<&crate::model::Message> = timeline
-        .scenario
-        .session
-        .iter()
-        .filter(|entry| !on_path.iter().any(|kept| kept.id == entry.id))
-        .filter_map(SessionEntry::as_message)
-        .filter(|message| !on_path.iter().any(|kept| kept.as_message() == Some(*message)))
-        .collect();
+    // Looked up by id and by fingerprint: a long session is read once, not once per entry.
+    let on_path_ids: std::collections::HashSet<&str> = path.iter().map(|kept| kept.id.as_str()).collect();
+    let on_path = super::Fingerprinted::of(path.iter().filter_map(|kept| kept.as_message()));
+    let off_path = super::Fingerprinted::of(
+        timeline
+            .scenario
+            .session
+            .iter()
+            .filter(|entry| !on_path_ids.contains(entry.id.as_str()))
+            .filter_map(SessionEntry::as_message)
+            .filter(|message| !on_path.contains(message)),
+    );
     for request in &timeline.requests {
         if let Some(leaked) = request.messages.iter().find(|message| off_path.contains(message)) {
             violations.push(Violation::new(
                 "RESTORE-4.d",
                 &[request.line],
                 format!(
-                    "the request carries a {} message from outside the path to `{leaf}`: {:?}",
+                    "the request carries a {} message from outside the path to `{leaf}`: {}",
                     leaked.role(),
-                    leaked.text()
+                    super::quoted(&leaked.text())
                 ),
             ));
         }

@@ -13,6 +13,7 @@ mod derive;
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 
 use crate::model::{
     path_to_borrowed, AssistantMessage, Message, Operation, PathError, Projection, SessionEntry, ToolCall,
@@ -150,6 +151,9 @@ pub struct Timeline<'a> {
     /// Why the configured leaf has no path in the initial session (`None` when it has one, or
     /// when no leaf is configured).
     pub leaf_path_error: Option<PathError>,
+    /// Where each operation's first delivery is in `ops`: a checker asks for an operation's
+    /// facts once per request or append, which a walk of `ops` would make quadratic.
+    op_positions: BTreeMap<OpId, usize>,
     /// What several checkers derive from the same facts, derived once on first use.
     shared: Shared<'a>,
 }
@@ -168,13 +172,31 @@ struct Shared<'a> {
     /// The registry's tool specs, in registration order.
     registry_tools: OnceCell<Vec<ToolSpec>>,
     /// For each operation with requests, in the order of its first request, its requests.
-    requests_by_op: OnceCell<Vec<(OpId, Vec<RequestInfo<'a>>)>>,
+    requests_by_op: OnceCell<ByOp<RequestInfo<'a>>>,
     /// For each operation with appends, in the order of its first append, its appends.
-    appends_by_op: OnceCell<Vec<(OpId, Vec<AppendInfo<'a>>)>>,
+    appends_by_op: OnceCell<ByOp<AppendInfo<'a>>>,
     /// For each operation with appended messages, in the order of its first, the messages.
-    appended_messages: OnceCell<Vec<(OpId, Vec<&'a Message>)>>,
+    appended_messages: OnceCell<ByOp<&'a Message>>,
+    /// The appends the store accepted, in the order of its answers (`accepted`).
+    accepted: OnceCell<Accepted<'a>>,
     /// Every tool call's story (`call_stories`).
     call_stories: OnceCell<Vec<CallStory<'a>>>,
+    /// The run of each request, told by what it carries (`run_of_request`).
+    runs_of_requests: OnceCell<Vec<Option<OpId>>>,
+}
+
+/// The appends answered `ok`, in the order of their answers, and the messages of the longest
+/// first part of them that forms one chain from the restored leaf: what the store held at any
+/// line is a prefix of them, found by a binary search instead of a walk of every append.
+struct Accepted<'a> {
+    /// Each accepted append's answer line and its index in [`Timeline::appends`].
+    in_answer_order: Vec<(Line, usize)>,
+    /// The entries of the first accepted appends that form one chain of message entries from
+    /// the restored leaf, and their messages.
+    chain_entries: Vec<&'a SessionEntry>,
+    chain: Vec<&'a Message>,
+    /// How many of the first accepted appends hold ids unique among them and the session's.
+    unique_ids: usize,
 }
 
 /// Everything that happened to one tool call of one operation, in trace order: its hooks and
@@ -189,11 +211,11 @@ pub struct CallStory<'a> {
 }
 impl<'a> Timeline<'a> {
     pub fn op(&self, op: OpId) -> Option<&OpInfo<'a>> {
-        self.ops.iter().find(|info| info.op == op)
+        self.ops.get(*self.op_positions.get(&op)?)
     }
 
     fn op_mut(&mut self, op: OpId) -> Option<&mut OpInfo<'a>> {
-        self.ops.iter_mut().find(|info| info.op == op)
+        self.ops.get_mut(*self.op_positions.get(&op)?)
     }
 
     /// The appends attributed to `op`, in order (grouped once for every operation: a dozen
@@ -283,15 +305,60 @@ impl<'a> Timeline<'a> {
             .min_by_key(|(line, _, _)| *line)
     }
 
+    /// The appends the store accepted, in answer order, with the chain they form (derived once).
+    fn accepted(&self) -> &Accepted<'a> {
+        self.shared.accepted.get_or_init(|| {
+            let mut in_answer_order: Vec<(Line, usize)> = self
+                .appends
+                .iter()
+                .enumerate()
+                .filter_map(|(index, append)| match append.answer {
+                    Some((at, AppendAnswer::Ok)) => Some((at, index)),
+                    _ => None,
+                })
+                .collect();
+            in_answer_order.sort_by_key(|(at, _)| *at);
+            let mut leaf = self.scenario.config.active_leaf_id.as_deref();
+            let mut chain_entries = Vec::with_capacity(in_answer_order.len());
+            let mut chain = Vec::with_capacity(in_answer_order.len());
+            for (_, index) in &in_answer_order {
+                let entry = self.appends[*index].entry;
+                let Some(message) = entry.as_message().filter(|_| entry.parent_id.as_deref() == leaf) else {
+                    break;
+                };
+                leaf = Some(entry.id.as_str());
+                chain_entries.push(entry);
+                chain.push(message);
+            }
+            let mut ids: std::collections::HashSet<&str> =
+                self.scenario.session.iter().map(|entry| entry.id.as_str()).collect();
+            let unique_ids = in_answer_order
+                .iter()
+                .take_while(|(_, index)| ids.insert(self.appends[*index].entry.id.as_str()))
+                .count();
+            Accepted {
+                in_answer_order,
+                chain_entries,
+                chain,
+                unique_ids,
+            }
+        })
+    }
+
+    /// How many appends the store had accepted before `line`: a prefix of
+    /// [`Accepted::in_answer_order`].
+    fn accepted_count_before(&self, line: Line) -> usize {
+        self.accepted().in_answer_order.partition_point(|(at, _)| *at < line)
+    }
+
     /// The leaf the runtime should hold at `line`: the last append accepted before it, else
     /// the restored leaf.
     pub fn leaf_at(&self, line: Line) -> Option<&'a str> {
-        self.appends
-            .iter()
-            .filter(|append| append.accepted_before(line))
-            .max_by_key(|append| append.answer.as_ref().map(|(at, _)| *at))
-            .map(|append| append.entry.id.as_str())
-            .or(self.scenario.config.active_leaf_id.as_deref())
+        let accepted = self.accepted_count_before(line);
+        match accepted.checked_sub(1) {
+            Some(last) => Some(self.appends[self.accepted().in_answer_order[last].1].entry.id.as_str()),
+            None => self.scenario.config.active_leaf_id.as_deref(),
+        }
     }
 
     /// The active path at `line`: the tree of the session plus accepted appends, walked from
@@ -299,8 +366,18 @@ impl<'a> Timeline<'a> {
     /// the trace.
     pub fn active_path_at(&self, line: Line) -> Option<Cow<'_, [&'a SessionEntry]>> {
         let initial = self.initial_path.as_ref()?;
-        if !self.appends.iter().any(|append| append.accepted_before(line)) {
+        let count = self.accepted_count_before(line);
+        if count == 0 {
             return Some(Cow::Borrowed(initial));
+        }
+        // Accepted appends that form one chain from the restored leaf, their ids unique (as in
+        // every conforming run), extend the initial path: what the walk below would find, at
+        // the cost of the path rather than of sorting every entry again for each line.
+        let accepted = self.accepted();
+        if count <= accepted.chain.len() && count <= accepted.unique_ids {
+            let mut path = initial.clone();
+            path.extend_from_slice(&accepted.chain_entries[..count]);
+            return Some(Cow::Owned(path));
         }
         let accepted: Vec<&'a SessionEntry> = self
             .appends
@@ -320,25 +397,18 @@ impl<'a> Timeline<'a> {
         .map(Cow::Owned)
     }
 
+    /// Whether the session or an append holds a compaction: when neither does, no active path
+    /// holds one, and nothing needs to walk a path to find one.
+    pub fn has_compaction(&self) -> bool {
+        let compaction = |entry: &SessionEntry| matches!(entry.body, crate::model::EntryBody::Compaction(_));
+        self.scenario.session.iter().any(compaction) || self.appends.iter().any(|append| compaction(append.entry))
+    }
+
     /// The messages of the appends accepted before `line`, in acceptance order, when they form
     /// one chain from the restored leaf (as in every conforming run); `None` otherwise.
-    pub fn accepted_chain_before(&self, line: Line) -> Option<Vec<&'a Message>> {
-        let mut accepted: Vec<&AppendInfo<'a>> = self
-            .appends
-            .iter()
-            .filter(|append| append.accepted_before(line))
-            .collect();
-        accepted.sort_by_key(|append| append.answer.map(|(at, _)| at));
-        let mut leaf = self.scenario.config.active_leaf_id.as_deref();
-        let mut messages = Vec::with_capacity(accepted.len());
-        for append in accepted {
-            if append.entry.parent_id.as_deref() != leaf {
-                return None;
-            }
-            leaf = Some(append.entry.id.as_str());
-            messages.push(append.entry.as_message()?);
-        }
-        Some(messages)
+    pub fn accepted_chain_before(&self, line: Line) -> Option<&[&'a Message]> {
+        let accepted = self.accepted_count_before(line);
+        self.accepted().chain.get(..accepted)
     }
 
     /// The reason `op`'s run ended with, as the trace shows it: `aborted` when its signal fired;
@@ -378,7 +448,7 @@ impl<'a> Timeline<'a> {
     pub fn transcript_at(&self, line: Line) -> Option<Vec<Message>> {
         let initial = self.initial_path.as_ref()?;
         let mut messages: Vec<Message> = initial.iter().filter_map(|entry| entry.as_message().cloned()).collect();
-        messages.extend(self.accepted_chain_before(line)?.into_iter().cloned());
+        messages.extend(self.accepted_chain_before(line)?.iter().copied().cloned());
         Some(messages)
     }
 
@@ -387,12 +457,13 @@ impl<'a> Timeline<'a> {
     pub fn call_stories(&self) -> &[CallStory<'a>] {
         self.shared.call_stories.get_or_init(|| {
             let mut stories: Vec<CallStory<'a>> = Vec::new();
+            let mut positions: BTreeMap<(Option<OpId>, &'a str), usize> = BTreeMap::new();
             for (index, hook) in self.hooks.iter().enumerate() {
-                let story = story_index(&mut stories, hook.op, &hook.call.id);
+                let story = story_index(&mut stories, &mut positions, hook.op, &hook.call.id);
                 stories[story].hooks.push(index);
             }
             for (index, call) in self.tool_calls.iter().enumerate() {
-                let story = story_index(&mut stories, call.op, &call.call.id);
+                let story = story_index(&mut stories, &mut positions, call.op, &call.call.id);
                 stories[story].core.push(index);
             }
             stories
@@ -407,35 +478,47 @@ impl<'a> Timeline<'a> {
     /// operation in flight is carried that way: then the attribution by time
     /// ([`RequestInfo::op`]) is all there is.
     pub fn run_of_request(&self, index: usize) -> Option<OpId> {
-        let request = self.requests.get(index)?;
-        let in_flight = |info: &&OpInfo<'a>| {
-            info.is_prompt_like()
-                && info.delivered < request.line
-                && info.run_finished.is_none_or(|finished| finished > request.line)
-        };
-        // A user message carries a prompt as sent, or inside an envelope of the runtime's own
-        // (a reminder it prepends): what the model is told is the runtime's choice.
-        let carries = |message: &Message, text: &str| {
-            super::is_user_text(message, text)
-                || (!text.is_empty() && matches!(message, Message::User(_)) && message.text().contains(text))
-        };
-        let count = |text: &str| request.messages.iter().filter(|message| carries(message, text)).count();
-        let restored = |text: &str| {
-            self.initial_path.as_ref().map_or(0, |path| {
-                path.iter()
-                    .filter_map(|entry| entry.as_message())
-                    .filter(|message| carries(message, text))
-                    .count()
-            })
-        };
-        self.ops.iter().filter(in_flight).rev().find_map(|info| {
-            let text = info.operation.text()?;
-            let same_text_before = self
-                .ops
+        *self.runs_of_requests().get(index)?
+    }
+
+    /// [`Timeline::run_of_request`] of every request (derived once): each request's user
+    /// messages are read once for every prompt at a time (`check::carried`).
+    fn runs_of_requests(&self) -> &[Option<OpId>] {
+        self.shared.runs_of_requests.get_or_init(|| {
+            let prompts = || self.ops.iter().filter(|info| info.is_prompt_like());
+            let finder = super::carried::PromptFinder::new(prompts().filter_map(|info| info.operation.text()));
+            let restored = finder.count(
+                self.initial_path
+                    .iter()
+                    .flatten()
+                    .filter_map(|entry| entry.as_message()),
+            );
+            // The prompt-like operations of each text.
+            let mut by_text: BTreeMap<&str, Vec<OpId>> = BTreeMap::new();
+            for info in prompts() {
+                if let Some(text) = info.operation.text() {
+                    by_text.entry(text).or_default().push(info.op);
+                }
+            }
+            self.requests
                 .iter()
-                .filter(|other| other.is_prompt_like() && other.op <= info.op && other.operation.text() == Some(text))
-                .count();
-            (count(text) >= restored(text) + same_text_before).then_some(info.op)
+                .map(|request| {
+                    let in_flight = |info: &&OpInfo<'a>| {
+                        info.is_prompt_like()
+                            && info.delivered < request.line
+                            && info.run_finished.is_none_or(|finished| finished > request.line)
+                    };
+                    let carried = finder.count(request.messages);
+                    self.ops.iter().filter(in_flight).rev().find_map(|info| {
+                        let text = info.operation.text()?;
+                        let same_text_before = by_text
+                            .get(text)
+                            .map_or(0, |ops| ops.iter().filter(|op| **op <= info.op).count());
+                        (finder.carrying(&carried, text) >= finder.carrying(&restored, text) + same_text_before)
+                            .then_some(info.op)
+                    })
+                })
+                .collect()
         })
     }
 
@@ -464,39 +547,55 @@ impl<'a> Timeline<'a> {
     }
 }
 
+/// Values grouped by operation, in the order of each operation's first value, with where each
+/// operation's group is: a checker asks for one operation's group at a time.
+struct ByOp<V> {
+    groups: Vec<(OpId, Vec<V>)>,
+    positions: BTreeMap<OpId, usize>,
+}
+
 /// What `keyed` gives for each of `items` (an operation and a value; `None` leaves the item
 /// out), grouped by the operation, in the order of each operation's first value.
-fn by_op<T, V>(items: &[T], keyed: impl Fn(&T) -> Option<(OpId, V)>) -> Vec<(OpId, Vec<V>)> {
-    let mut grouped: Vec<(OpId, Vec<V>)> = Vec::new();
+fn by_op<T, V>(items: &[T], keyed: impl Fn(&T) -> Option<(OpId, V)>) -> ByOp<V> {
+    let mut grouped = ByOp {
+        groups: Vec::new(),
+        positions: BTreeMap::new(),
+    };
     for (op, value) in items.iter().filter_map(keyed) {
-        match grouped.iter_mut().find(|(other, _)| *other == op) {
-            Some((_, group)) => group.push(value),
-            None => grouped.push((op, vec![value])),
+        match grouped.positions.get(&op) {
+            Some(position) => grouped.groups[*position].1.push(value),
+            None => {
+                grouped.positions.insert(op, grouped.groups.len());
+                grouped.groups.push((op, vec![value]));
+            }
         }
     }
     grouped
 }
 
 /// The group of `op` in `grouped`; empty when it has none.
-fn of_op<T>(grouped: &[(OpId, Vec<T>)], op: OpId) -> &[T] {
+fn of_op<V>(grouped: &ByOp<V>, op: OpId) -> &[V] {
     grouped
-        .iter()
-        .find(|(other, _)| *other == op)
-        .map_or(&[], |(_, group)| group.as_slice())
+        .positions
+        .get(&op)
+        .map_or(&[], |position| grouped.groups[*position].1.as_slice())
 }
 
-/// The index of the story of call `id` in `op`'s run, which is added when it is new.
-fn story_index<'a>(stories: &mut Vec<CallStory<'a>>, op: Option<OpId>, id: &'a str) -> usize {
-    match stories.iter().position(|story| story.op == op && story.call_id == id) {
-        Some(index) => index,
-        None => {
-            stories.push(CallStory {
-                op,
-                call_id: id,
-                hooks: Vec::new(),
-                core: Vec::new(),
-            });
-            stories.len() - 1
-        }
-    }
+/// The index of the story of call `id` in `op`'s run, which is added when it is new;
+/// `positions` finds a story by its run and call id.
+fn story_index<'a>(
+    stories: &mut Vec<CallStory<'a>>,
+    positions: &mut BTreeMap<(Option<OpId>, &'a str), usize>,
+    op: Option<OpId>,
+    id: &'a str,
+) -> usize {
+    *positions.entry((op, id)).or_insert_with(|| {
+        stories.push(CallStory {
+            op,
+            call_id: id,
+            hooks: Vec::new(),
+            core: Vec::new(),
+        });
+        stories.len() - 1
+    })
 }

@@ -399,8 +399,9 @@ pub fn denied_call_does_not_run(timeline: &Timeline<'_>) -> Vec<Violation> {
                     "WIRE-5.c",
                     &[blocked_at],
                     format!(
-                        "call {}: the recorded result is not an error carrying the reason (got {text:?})",
-                        story.call_id
+                        "call {}: the recorded result is not an error carrying the reason (got {})",
+                        story.call_id,
+                        super::quoted(&text)
                     ),
                 ));
             }
@@ -545,8 +546,11 @@ pub fn after_hook_decides_the_result(timeline: &Timeline<'_>) -> Vec<Violation> 
                 "WIRE-8.a",
                 &[last.line],
                 format!(
-                    "call {}: recorded result {:?} (error={}), but the hooks left {:?} (error={expected_error})",
-                    story.call_id, text, recorded.is_error, expected_text
+                    "call {}: recorded result {} (error={}), but the hooks left {} (error={expected_error})",
+                    story.call_id,
+                    super::quoted(&text),
+                    recorded.is_error,
+                    super::quoted(&expected_text)
                 ),
             ));
         }
@@ -635,7 +639,11 @@ pub fn error_results_carry_the_course_texts(timeline: &Timeline<'_>) -> Vec<Viol
             violations.push(Violation::new(
                 clause,
                 &[line],
-                format!("call {call_id}: the error result reads {got:?}, the course writes {text:?}"),
+                format!(
+                    "call {call_id}: the error result reads {}, the course writes {}",
+                    super::quoted(&got),
+                    super::quoted(&text)
+                ),
             ));
         }
     }

@@ -74,9 +74,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LINES", value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
     check_session: Option<u64>,
     /// Only how the cost grows: the scenario (`--scenario`) repeated 1 to 6 times, each
-    /// explored for `--budget` schedules, and explorations of it of 10^3 up to
-    /// `--growth-schedules` schedules; each a child process measured for schedules per second
-    /// and peak memory.
+    /// explored for `--budget` schedules, explorations of it of 10^3 up to
+    /// `--growth-schedules` schedules, and one run of it repeated up to 10,000 operations (or
+    /// the first size refused at load); each a child process measured for time and peak memory.
     #[arg(long)]
     growth: bool,
     /// With `--growth`: the longest exploration (a power of ten from 10^3).
@@ -344,7 +344,8 @@ fn check_session_on_generated_files(lines: usize) -> u8 {
 }
 
 /// `bench --growth`: schedules per second and peak memory as the scenario grows (1 to 6 copies
-/// of `--scenario`) and as the exploration grows (10^3 schedules up to `--growth-schedules`).
+/// of `--scenario`) and as the exploration grows (10^3 schedules up to `--growth-schedules`);
+/// then one run's time and memory as the scenario grows to 10,000 operations.
 fn growth(args: &BenchArgs) -> u8 {
     use crate::bench::growth::{explore_measured, TempScenarios};
     use crate::bench::session::ChildRun;
@@ -412,6 +413,66 @@ fn growth(args: &BenchArgs) -> u8 {
             }
         }
         schedules *= 10;
+    }
+    println!();
+    growth_of_one_run(&binary, &base)
+}
+
+/// `bench --growth`'s last table: one run of `base` repeated up to 10,000 operations, with what
+/// its requests carry, and the cost per message carried (flat when the cost is linear in it).
+fn growth_of_one_run(binary: &std::path::Path, base: &serde_json::Value) -> u8 {
+    use crate::bench::growth::{messages_carried, repeated, run_once_measured, run_sizes, TempScenarios};
+    let operations = base["operations"].as_array().map_or(0, Vec::len);
+    let sizes = run_sizes(base);
+    let files = match TempScenarios::write_sizes(base, &sizes) {
+        Ok(files) => files,
+        Err(error) => {
+            eprintln!("agentsim: cannot write the grown scenarios: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    println!(
+        "one run: each size run once on its canonical schedule (`agentsim run FILE`), a child process (output to /dev/null); \
+         at most {} messages carried in all (limits::CONTEXT_MESSAGES_MAX), a larger size is refused at load (exit 2)",
+        crate::limits::CONTEXT_MESSAGES_MAX
+    );
+    println!();
+    println!("| operations | messages carried | exit | time | peak memory | per 1,000 messages carried |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    // Every child first: a child's peak memory counts this process's at the spawn, and counting
+    // what the requests carry runs each size here.
+    let mut runs = Vec::with_capacity(sizes.len());
+    for file in files.paths() {
+        match run_once_measured(binary, file) {
+            Ok(run) => runs.push(run),
+            Err(error) => {
+                eprintln!("agentsim: cannot run the grown scenario: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
+    for (copies, run) in sizes.iter().zip(runs) {
+        let carried = messages_carried(&repeated(base, *copies));
+        let (shown, per_thousand) = match carried {
+            // Below 10,000 messages the process's own start and the load are most of the cost.
+            Some(carried) if carried < 10_000 => (carried.to_string(), "-".to_string()),
+            Some(carried) => (
+                carried.to_string(),
+                format!(
+                    "{:.1} ms, {:.2} MB",
+                    run.elapsed.as_secs_f64() * 1e6 / carried as f64,
+                    run.peak_rss_bytes as f64 * 1e3 / 1e6 / carried as f64
+                ),
+            ),
+            None => ("refused".to_string(), "-".to_string()),
+        };
+        println!(
+            "| {} | {shown} | {} | {:.2} s | {:.1} MB | {per_thousand} |",
+            operations * copies,
+            run.exit_code.map_or("signal".to_string(), |code| code.to_string()),
+            run.elapsed.as_secs_f64(),
+            run.peak_rss_bytes as f64 / 1e6
+        );
     }
     EXIT_PASSED
 }

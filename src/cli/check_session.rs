@@ -38,6 +38,19 @@ pub enum CheckFormat {
 }
 
 pub fn run_check_session(args: CheckSessionArgs) -> u8 {
+    // Only a regular file is opened and read: `/dev/zero` would never end, a FIFO nobody
+    // writes would block.
+    match std::fs::metadata(&args.file) {
+        Ok(metadata) if !metadata.is_file() => {
+            eprintln!(
+                "agentsim: {}: not a regular file but {}: check-session reads a session file",
+                printable(&args.file.display().to_string()),
+                crate::scenario::kind_of(&metadata.file_type())
+            );
+            return EXIT_BAD_INPUT;
+        }
+        _ => {}
+    }
     let file = match std::fs::File::open(&args.file) {
         Ok(file) => file,
         Err(error) => {

@@ -44,8 +44,9 @@ pub struct ExploreArgs {
     /// Run only the seeds of shard K of N (`seed % N == K - 1`), e.g. `--shard 2/4`.
     #[arg(long, value_parser = parse_shard, default_value = "1/1")]
     shard: (u64, u64),
-    /// Stop starting new schedules after this many seconds.
-    #[arg(long, value_name = "S")]
+    /// Stop starting new schedules after this many seconds (at least 1: an exploration that
+    /// runs nothing is bad input).
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..))]
     time_limit: Option<u64>,
     /// Replay every schedule once more and compare the traces byte for byte.
     #[arg(long)]
@@ -178,6 +179,20 @@ pub fn run_explore(args: ExploreArgs) -> u8 {
     });
     if strategy == StrategyKind::Scripted {
         eprintln!("agentsim: explore needs --strategy guided, random, pct, exhaustive or exhaustive-plain (scripted is one schedule: use `run`)");
+        return EXIT_BAD_INPUT;
+    }
+    // A shard holding none of the seeds runs nothing, like `--seeds 0` (exhaustive has no seeds).
+    if !matches!(strategy, StrategyKind::Exhaustive { .. })
+        && crate::explore::shard_seed_count(args.seeds, args.shard) == 0
+    {
+        eprintln!(
+            "agentsim: --shard {}/{} holds none of the seeds 0..{} (seed % {} == {}): an exploration that runs nothing is bad input",
+            args.shard.0,
+            args.shard.1,
+            args.seeds,
+            args.shard.1,
+            args.shard.0 - 1
+        );
         return EXIT_BAD_INPUT;
     }
     let config = ExploreConfig {

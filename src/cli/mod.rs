@@ -255,7 +255,7 @@ pub fn main() -> ExitCode {
         Command::Serve { mutant, protocol } => run::serve(mutant, protocol),
         Command::Replay { run, json, html } => replay(run, json, html.as_deref()),
     };
-    ExitCode::from(code)
+    ExitCode::from(signals::finish(code))
 }
 
 /// `--jobs`' default: the number of cores.

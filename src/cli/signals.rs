@@ -9,16 +9,52 @@
 //! (`signal_hook`'s iterator), so the stop runs as ordinary code, not in a signal handler.
 //! `agentsim serve` installs nothing: it is an adapter, ended by its kit.
 //!
+//! One thing ends the kit at a time ([`ENDING`]): a stop, a closed standard output, or the main
+//! thread's own end ([`finish`]), which, when a signal came before it, stops as the signal says
+//! rather than exit with the command's code while the stop is under way.
+//!
 //! A standard output that is closed (`agentsim run ... | head -c 10`) or full (`> /dev/full`)
 //! ends the kit the same orderly way, with exit code 4 and one line on stderr
-//! ([`install_output_guard`]), instead of a panic.
+//! ([`install_output_guard`]), instead of a panic. A file over the size limit (`ulimit -f`) is
+//! a failed write (`EFBIG`), reported by whoever wrote it, instead of SIGXFSZ's end of the kit
+//! with a half-written file left ([`install`] catches the signal).
 
-use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM, SIGXFSZ};
 use signal_hook::iterator::Signals;
+
+/// The signal that told the kit to stop (0 for none), set by the signal handler itself at once,
+/// so that the main thread, about to exit, knows of a stop its thread has not begun.
+static RECEIVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Taken by whatever ends the kit, and never given back: the first to take it ends the kit, and
+/// a second waits for the end.
+static ENDING: Mutex<()> = Mutex::new(());
+
+fn ending() -> MutexGuard<'static, ()> {
+    ENDING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// SIGXFSZ, caught by a handler that does nothing: a write past the file size limit then fails
+/// with `EFBIG`. (Caught rather than ignored: an adapter the kit starts gets the default action
+/// back, as exec resets a caught signal but keeps an ignored one.)
+static FILE_TOO_LARGE: AtomicUsize = AtomicUsize::new(0);
 
 /// Takes SIGINT, SIGTERM and SIGHUP on a thread that stops the kit; a kit that cannot (no
 /// thread, no signal pipe) says so and keeps the default actions.
 pub(super) fn install() {
+    if let Err(error) = signal_hook::flag::register_usize(SIGXFSZ, &FILE_TOO_LARGE, 1) {
+        eprintln!("agentsim: warning: SIGXFSZ stays unhandled ({error}): a file over the size limit ends the kit");
+    }
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        // Registered before the iterator's handler, so the flag is set first.
+        if let Err(error) = signal_hook::flag::register_usize(signal, &RECEIVED, signal as usize) {
+            eprintln!("agentsim: warning: signals stay unhandled ({error}): a stopped kit may leave adapters behind");
+            return;
+        }
+    }
     let mut signals = match Signals::new([SIGINT, SIGTERM, SIGHUP]) {
         Ok(signals) => signals,
         Err(error) => {
@@ -36,8 +72,23 @@ pub(super) fn install() {
     }
 }
 
+/// The main thread's exit code: `code`, unless a signal told the kit to stop before this point,
+/// in which case the kit stops as [`stop`] does (whichever thread began it). Holds [`ENDING`]
+/// to the exit, so a signal from now on finds the code decided and waits for the exit.
+pub(super) fn finish(code: u8) -> u8 {
+    let ending = ending();
+    let signal = RECEIVED.load(Ordering::SeqCst);
+    if signal != 0 {
+        drop(ending);
+        stop(signal as i32);
+    }
+    std::mem::forget(ending);
+    code
+}
+
 /// Kills every adapter, abandons unfinished files and exits with 128 + `signal`.
 fn stop(signal: i32) -> ! {
+    let _ending = ending();
     // Held to the end: no report line is printed after this point, nor the verdicts of the
     // adapters killed here; a line being printed is finished first.
     let _stdout = std::io::stdout().lock();
@@ -74,6 +125,7 @@ pub(super) fn install_output_guard() {
         let Some(error) = message.strip_prefix("failed printing to stdout: ") else {
             return default(info);
         };
+        let _ending = ending();
         crate::protocol::process::stop_every_adapter();
         crate::whole_file::abandon_unfinished();
         use std::io::Write;

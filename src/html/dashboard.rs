@@ -44,7 +44,7 @@ use crate::check::{catalogue, Level};
 
 pub use markdown::markdown;
 pub use page::html;
-pub use report::{link_pages, load};
+pub use report::{link_pages, load, parse_report};
 
 /// One report to show, and where its case pages are (`run --html-dir`), if anywhere.
 #[derive(Debug, Clone)]

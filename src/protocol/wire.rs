@@ -536,8 +536,13 @@ pub fn parse_adapter_line(line: &str) -> Result<AdapterMessage, LineError> {
             .as_u64()
             .is_some_and(|version| PROTOCOL_VERSIONS.iter().any(|known| u64::from(*known) == version))
         {
+            // A number as the line writes it: 2^64 + 1 is not a float to the adapter.
+            let written = got
+                .is_number()
+                .then(|| crate::scenario::locate::raw_value_at(line, &crate::scenario::locate::parse_path("protocol")))
+                .flatten();
             return Err(LineError::Version {
-                got: shown(&got.to_string()),
+                got: shown(&written.map_or_else(|| got.to_string(), str::to_string)),
             });
         }
     }

@@ -90,15 +90,15 @@ pub enum RunError {
     CrashWithOthers,
     #[error("--after runs another scenario first on an adapter process: it needs --impl, in the in-process scheduler")]
     AfterWithoutAdapter,
-    #[error("{0}: a folder: replay takes one scenario file (`agentsim run {0}` runs them all)")]
+    #[error("{}: a folder: replay takes one scenario file (`agentsim run {}` runs them all)", crate::scenario::printable(.0), crate::scenario::printable(.0))]
     ScenarioFolder(String),
-    #[error("{0}: a folder: --after takes one scenario file")]
+    #[error("{}: a folder: --after takes one scenario file", crate::scenario::printable(.0))]
     AfterFolder(String),
     #[error(
         "the networked world forced by --world net or --crash-at-step runs the scripted schedule: drop --strategy"
     )]
     StrategyInNet,
-    #[error("not a replay command (`agentsim replay FILE ...`): {0}")]
+    #[error("not a replay command (`agentsim replay FILE ...`): {}", crate::scenario::clip_message(.0))]
     NotACommand(String),
 }
 

@@ -41,6 +41,16 @@ impl ScenarioError {
 pub fn load(path: &Path, name: &str, known_rules: &[&str]) -> Result<LoadedScenario, ScenarioError> {
     // Lines are 1-based: a problem with the file as a whole is reported at its first line.
     let cannot_read = |message: String| ScenarioError::new(path, 1, "-", message);
+    // Only a regular file is opened: a FIFO nobody writes would block, a device never end.
+    let kind = std::fs::metadata(path)
+        .map_err(|error| cannot_read(format!("cannot read: {error}")))?
+        .file_type();
+    if !kind.is_file() {
+        return Err(cannot_read(format!(
+            "not a regular file but {}: a scenario is a `*.json` file",
+            super::kind_of(&kind)
+        )));
+    }
     let file = std::fs::File::open(path).map_err(|error| cannot_read(format!("cannot read: {error}")))?;
     // Read at most one byte over the limit, so that a huge file is refused without being held.
     let mut bytes = Vec::new();
@@ -55,22 +65,8 @@ pub fn load(path: &Path, name: &str, known_rules: &[&str]) -> Result<LoadedScena
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
         Err(error) => {
-            let valid = &bytes[..error.valid_up_to()];
-            // The prefix is valid UTF-8 by construction.
-            let prefix = std::str::from_utf8(valid).unwrap_or_default();
-            let line = 1 + valid.iter().filter(|byte| **byte == b'\n').count();
-            let line_start = valid.iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
-            let column = prefix[line_start..].chars().count() + 1;
-            let field = render_path(&locate::path_at_end(prefix));
-            return Err(ScenarioError::new(
-                path,
-                line,
-                if field.is_empty() { "-".to_string() } else { field },
-                format!(
-                    "not valid UTF-8 at column {column} (byte {} of the file)",
-                    valid.len() + 1
-                ),
-            ));
+            let (line, field, message) = locate::invalid_utf8(&bytes, error);
+            return Err(ScenarioError::new(path, line, field, message));
         }
     };
     let scenario = parse(path, text, known_rules)?;

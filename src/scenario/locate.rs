@@ -53,6 +53,27 @@ pub fn path_at_end(prefix: &str) -> Vec<Segment> {
     walker.path()
 }
 
+/// Where the first byte of `bytes` that is not UTF-8 is, as a reader of the file finds it: its
+/// 1-based line, the field it sits in (`-` outside any), and a message naming its column and
+/// byte. `error` is `std::str::from_utf8(bytes)`'s.
+pub fn invalid_utf8(bytes: &[u8], error: std::str::Utf8Error) -> (usize, String, String) {
+    let valid = &bytes[..error.valid_up_to()];
+    // The prefix is valid UTF-8 by construction.
+    let prefix = std::str::from_utf8(valid).unwrap_or_default();
+    let line = 1 + valid.iter().filter(|byte| **byte == b'\n').count();
+    let line_start = valid.iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
+    let column = prefix[line_start..].chars().count() + 1;
+    let field = render_path(&path_at_end(prefix));
+    (
+        line,
+        if field.is_empty() { "-".to_string() } else { field },
+        format!(
+            "not valid UTF-8 at column {column} (byte {} of the file)",
+            valid.len() + 1
+        ),
+    )
+}
+
 /// A key that occurs twice in one object anywhere in `text` (a valid JSON text): the path of
 /// its second occurrence, the line it is on and the key. Linear in the text.
 pub fn find_duplicate_key(text: &str) -> Option<(Vec<Segment>, usize, String)> {
@@ -236,6 +257,22 @@ pub fn line_of(text: &str, path: &[Segment]) -> usize {
     scanner.find(path).unwrap_or(1)
 }
 
+/// The value at `path` as written in `text` (a JSON text), when the path exists: a number quoted
+/// as written rather than as the float it reads as (`18446744073709551617`, not
+/// `1.8446744073709552e19`). The first occurrence of a duplicate key.
+pub fn raw_value_at<'t>(text: &'t str, path: &[Segment]) -> Option<&'t str> {
+    let mut scanner = Scanner {
+        bytes: text.as_bytes(),
+        at: 0,
+        line: 1,
+    };
+    scanner.skip_space();
+    scanner.seek(path)?;
+    let start = scanner.at;
+    scanner.skip_value()?;
+    text.get(start..scanner.at)
+}
+
 struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -311,6 +348,49 @@ impl Scanner<'_> {
         }
     }
 
+    /// At the start of a value: to the start of the value at `path` below it, when it exists.
+    fn seek(&mut self, path: &[Segment]) -> Option<()> {
+        let Some((segment, rest)) = path.split_first() else {
+            return Some(());
+        };
+        let (b'{', Segment::Key(wanted)) = (self.peek()?, segment) else {
+            let (b'[', Segment::Index(wanted)) = (self.peek()?, segment) else {
+                return None;
+            };
+            self.bump();
+            for _ in 0..*wanted {
+                self.skip_space();
+                self.skip_value()?;
+                self.skip_space();
+                if self.peek()? != b',' {
+                    return None;
+                }
+                self.bump();
+            }
+            self.skip_space();
+            return if self.peek()? == b']' { None } else { self.seek(rest) };
+        };
+        self.bump();
+        loop {
+            self.skip_space();
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key = self.string()?;
+            self.skip_space();
+            self.bump(); // ':'
+            self.skip_space();
+            if &key == wanted {
+                return self.seek(rest);
+            }
+            self.skip_value()?;
+            self.skip_space();
+            if self.peek()? == b',' {
+                self.bump();
+            }
+        }
+    }
+
     fn string(&mut self) -> Option<String> {
         let start = self.at + 1;
         self.bump();
@@ -367,6 +447,16 @@ impl Scanner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_quoted_as_written() {
+        let text = r#"{"type": "hello", "a": [1, {"b": "x,}"}, 18446744073709551617], "protocol": 1e400 }"#;
+        assert_eq!(raw_value_at(text, &parse_path("protocol")), Some("1e400"));
+        assert_eq!(raw_value_at(text, &parse_path("a[2]")), Some("18446744073709551617"));
+        assert_eq!(raw_value_at(text, &parse_path("a[1].b")), Some(r#""x,}""#));
+        assert_eq!(raw_value_at(text, &parse_path("a[3]")), None);
+        assert_eq!(raw_value_at(text, &parse_path("missing")), None);
+    }
 
     #[test]
     fn finds_nested_lines() {

@@ -28,10 +28,11 @@
 //! |---|---|---|
 //! | the file | - | 4 MiB (bounds every text and list) |
 //! | initial entries | `session` | 10,000 |
-//! | scripted model responses | `model` | 10,000 |
+//! | scripted model responses | `model` | 1,000 |
 //! | tool calls in one response | `model[i].toolCalls` | 1,000 |
 //! | streamed chunks of one response | `model[i].chunks` | 1 to 1,000 |
-//! | operations | `operations` | 1 to 10,000 |
+//! | operations | `operations` | 1 to 1,000 |
+//! | messages the model requests could carry in all: (model + operations) x (session + model + 2 x operations + tool calls + 1), each request carrying the whole context | `operations` | 2,000,000 |
 //! | extensions, observers, tools | `extensions`, `observers`, `tools` | 1,000 each |
 //! | an observer's scripted answers | `observers[i].answers` | 100,000 |
 //! | model requests per prompt | `config.maxSteps` | 1,000 |
@@ -67,7 +68,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Resources, SessionEntry};
 
 pub use crate::limits;
-pub use discover::{discover, name_of};
+pub use discover::{discover, kind_of, name_of};
 pub use fault::*;
 pub use load::{clip_message, load, parse, printable, ScenarioError};
 pub use schema::*;

@@ -74,6 +74,7 @@ pub(super) fn validate_limits(scenario: &Scenario) -> Result<(), Problem> {
     check_count("session", scenario.session.len(), limits::SESSION_ENTRIES_MAX)?;
     check_count("model", scenario.model.len(), limits::MODEL_STEPS_MAX)?;
     check_count("operations", scenario.operations.len(), limits::OPERATIONS_MAX)?;
+    check_context_messages(scenario)?;
     if let Some(schedule) = &scenario.schedule {
         check_count("schedule", schedule.len(), limits::SCHEDULE_STEPS_MAX)?;
     }
@@ -153,6 +154,31 @@ pub(super) fn validate_limits(scenario: &Scenario) -> Result<(), Problem> {
                 check_number(&path("forMs"), for_ms, limits::NET_TIME_MS_MAX)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// What the model requests could carry in all, within [`limits::CONTEXT_MESSAGES_MAX`] (its
+/// documentation gives the bound); checked before anything runs, so a scenario too long for the
+/// square of its length is refused rather than run out of memory.
+fn check_context_messages(scenario: &Scenario) -> Result<(), Problem> {
+    let model = scenario.model.len() as u64;
+    let operations = scenario.operations.len() as u64;
+    let tool_calls: u64 = scenario.model.iter().map(|step| step.tool_calls.len() as u64).sum();
+    let requests = model + operations;
+    let per_request = scenario.session.len() as u64 + model + 2 * operations + tool_calls + 1;
+    let carried = requests.saturating_mul(per_request);
+    if carried > limits::CONTEXT_MESSAGES_MAX {
+        return Err(at(
+            "operations",
+            format!(
+                "the model requests could carry {carried} messages in all, over the limit of {}: up to {requests} requests \
+                 (model + operations), each carrying up to {per_request} messages (session + model + 2 x operations + \
+                 tool calls + 1); each request carries the whole context, so the cost grows with the square of the \
+                 scenario's length (see the scenario format's limits)",
+                limits::CONTEXT_MESSAGES_MAX
+            ),
+        ));
     }
     Ok(())
 }

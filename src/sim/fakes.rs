@@ -126,8 +126,9 @@ pub fn check_request(check: &RequestCheck, request: &ModelRequest) -> Vec<String
     if let Some(expected) = &check.system_prompt {
         if request.system_prompt.as_ref() != expected.as_ref() {
             problems.push(format!(
-                "system prompt was {:?}, expected {:?}",
-                request.system_prompt, expected
+                "system prompt was {}, expected {}",
+                crate::check::quoted_option(request.system_prompt.as_deref()),
+                crate::check::quoted_option(expected.as_deref())
             ));
         }
     }
@@ -152,12 +153,12 @@ pub fn check_request(check: &RequestCheck, request: &ModelRequest) -> Vec<String
     let haystack = request_text(request);
     for needle in &check.contains {
         if !haystack.contains(needle.as_str()) {
-            problems.push(format!("the request does not contain {needle:?}"));
+            problems.push(format!("the request does not contain {}", crate::check::quoted(needle)));
         }
     }
     for needle in &check.excludes {
         if haystack.contains(needle.as_str()) {
-            problems.push(format!("the request contains {needle:?}"));
+            problems.push(format!("the request contains {}", crate::check::quoted(needle)));
         }
     }
     problems

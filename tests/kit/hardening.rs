@@ -571,10 +571,10 @@ fn a_signal_stops_the_kit_and_every_adapter_process_it_started() {
 // ---------------------------------------------------------------------------------------------
 
 /// A small portable PRNG (splitmix64): the fuzz test is reproducible from its seed.
-struct Mutator(u64);
+pub(crate) struct Mutator(pub(crate) u64);
 
 impl Mutator {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -582,7 +582,7 @@ impl Mutator {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, bound: usize) -> usize {
+    pub(crate) fn below(&mut self, bound: usize) -> usize {
         (self.next() % bound.max(1) as u64) as usize
     }
 
@@ -590,7 +590,7 @@ impl Mutator {
     /// often, in its values ([`Self::mutate_values`]): byte mutations mostly give input that is
     /// refused at once, value mutations input that goes deeper (scenarios that load and run to
     /// every verdict, lines refused for one field, or read).
-    fn mutate_json(&mut self, input: &[u8], pretty: bool) -> Vec<u8> {
+    pub(crate) fn mutate_json(&mut self, input: &[u8], pretty: bool) -> Vec<u8> {
         if self.below(2) == 0 {
             return self.mutate(input);
         }
@@ -665,7 +665,7 @@ impl Mutator {
 
     /// One to four mutations: byte flips, deletions, duplications, and insertions of hostile
     /// tokens (huge numbers, control characters, invalid UTF-8, lone surrogates, duplicate keys).
-    fn mutate(&mut self, input: &[u8]) -> Vec<u8> {
+    pub(crate) fn mutate(&mut self, input: &[u8]) -> Vec<u8> {
         const TOKENS: &[&[u8]] = &[
             b"4294967295",
             b"18446744073709551615",
@@ -714,7 +714,7 @@ impl Mutator {
     }
 }
 
-fn fuzz_cases() -> usize {
+pub(crate) fn fuzz_cases() -> usize {
     std::env::var("AGENTSIM_FUZZ_CASES")
         .ok()
         .and_then(|cases| cases.parse().ok())
@@ -846,7 +846,7 @@ fn assert_line_answer(text: &str, what: &str) -> &'static str {
 }
 
 /// How long one mutated input may take to be judged (loaded and run, or parsed and checked).
-const CASE_TIME_MAX: Duration = Duration::from_secs(10);
+pub(crate) const CASE_TIME_MAX: Duration = Duration::from_secs(10);
 
 #[test]
 fn fuzz_mutated_inputs_end_in_a_verdict_or_a_located_error() {

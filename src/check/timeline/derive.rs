@@ -114,6 +114,7 @@ impl<'a> Timeline<'a> {
             end: None,
             initial_path,
             leaf_path_error,
+            op_positions: std::collections::BTreeMap::new(),
             shared: Shared::default(),
         };
         timeline.derive();
@@ -173,6 +174,7 @@ impl<'a> Timeline<'a> {
                     if operation.is_prompt_like() {
                         unfinished.push(*op);
                     }
+                    self.op_positions.entry(*op).or_insert(self.ops.len());
                     self.ops.push(OpInfo {
                         op: *op,
                         operation,

@@ -34,13 +34,33 @@ fn pairs(value: &Value) -> Vec<(String, String)> {
 /// Reads one JSON report; everything it shows comes from the report (its expectations'
 /// causes included), so the command reads the same from any folder.
 pub fn load(input: &ReportInput) -> Result<Column, DashboardError> {
+    let fail = |message: String| DashboardError {
+        file: input.report.display().to_string(),
+        message,
+    };
+    // Only a regular file is read: a FIFO nobody writes would block, a device never end.
+    let kind = std::fs::metadata(&input.report)
+        .map_err(|error| fail(format!("cannot read: {error}")))?
+        .file_type();
+    if !kind.is_file() {
+        return Err(fail(format!(
+            "not a regular file but {}: a report is a file `agentsim run --format json` wrote",
+            crate::scenario::kind_of(&kind)
+        )));
+    }
+    let text = std::fs::read_to_string(&input.report).map_err(|error| fail(format!("cannot read: {error}")))?;
+    parse_report(input, &text)
+}
+
+/// A column of the dashboard from the text of a JSON report (`input` names the file and the
+/// pages' folder): the report's implementation and its cases, or what is wrong with it.
+pub fn parse_report(input: &ReportInput, text: &str) -> Result<Column, DashboardError> {
     let file = input.report.display().to_string();
     let fail = |message: String| DashboardError {
         file: file.clone(),
         message,
     };
-    let text = std::fs::read_to_string(&input.report).map_err(|error| fail(format!("cannot read: {error}")))?;
-    let value: Value = serde_json::from_str(&text).map_err(|error| fail(format!("not a JSON report: {error}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|error| fail(format!("not a JSON report: {error}")))?;
     let implementation = value["implementation"]
         .as_str()
         .ok_or_else(|| fail("no `implementation`: write it with `agentsim run --format json`".into()))?
