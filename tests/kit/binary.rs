@@ -91,3 +91,37 @@ pub fn failing_pairs(report: &serde_json::Value) -> std::collections::BTreeSet<(
     }
     pairs
 }
+
+/// The `agentsim` commands of the fenced code blocks of `markdown`, each with its continuation
+/// lines (a trailing `\`) joined; a line may lead with a YAML list's `- ` or a step's `run: `.
+pub fn fenced_commands(markdown: &str) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut in_block = false;
+    let mut pending: Option<String> = None;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+            assert!(pending.is_none(), "a command's continuation runs past its block");
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        let text = line.trim();
+        let text = match pending.take() {
+            Some(start) => format!("{start} {text}"),
+            None => {
+                let text = text.trim_start_matches("- ").trim_start_matches("run: ").trim();
+                if !text.starts_with("agentsim ") {
+                    continue;
+                }
+                text.to_string()
+            }
+        };
+        match text.strip_suffix('\\') {
+            Some(start) => pending = Some(start.trim_end().to_string()),
+            None => commands.push(text),
+        }
+    }
+    commands
+}

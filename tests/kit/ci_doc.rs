@@ -14,37 +14,10 @@ const VARIABLES: &[(&str, &str)] = &[
     ("SEEDS", "2000"),
 ];
 
-/// The `agentsim` commands in the fenced code blocks, continuation lines joined, each cut at
-/// the first shell operator (`>`, `|`, `&&`, `;`).
+/// The `agentsim` commands in the fenced code blocks, continuation lines joined; [`words`]
+/// cuts each at the first shell operator (`>`, `|`, `&&`, `;`).
 fn commands(markdown: &str) -> Vec<String> {
-    let mut commands = Vec::new();
-    let mut in_block = false;
-    let mut pending: Option<String> = None;
-    for line in markdown.lines() {
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
-            continue;
-        }
-        if !in_block {
-            continue;
-        }
-        let text = line.trim();
-        let text = match pending.take() {
-            Some(start) => format!("{start} {text}"),
-            None => {
-                let text = text.trim_start_matches("- ").trim_start_matches("run: ").trim();
-                if !text.starts_with("agentsim ") {
-                    continue;
-                }
-                text.to_string()
-            }
-        };
-        match text.strip_suffix('\\') {
-            Some(start) => pending = Some(start.trim_end().to_string()),
-            None => commands.push(text),
-        }
-    }
-    commands
+    crate::binary::fenced_commands(markdown)
 }
 
 /// Shell words of `command` up to its first operator: quotes removed, `$VAR` and `${VAR}`

@@ -62,47 +62,26 @@ fn split_comment(command: &str) -> (&str, Option<&str>) {
     (command.trim_end(), None)
 }
 
-/// The `agentsim` commands of the fenced code blocks of `markdown`, continuation lines joined.
+/// The `agentsim` commands of the fenced code blocks of `markdown`, continuation lines joined,
+/// each with the exit code its comment gives (`# exits N`; 0 without).
 fn examples(markdown: &str) -> Vec<Example> {
-    let mut found = Vec::new();
-    let mut in_block = false;
-    let mut pending: Option<String> = None;
-    for line in markdown.lines() {
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
-            assert!(pending.is_none(), "a command's continuation runs past its block");
-            continue;
-        }
-        if !in_block {
-            continue;
-        }
-        let text = line.trim();
-        let text = match pending.take() {
-            Some(start) => format!("{start} {text}"),
-            None if text.starts_with("agentsim ") => text.to_string(),
-            None => continue,
-        };
-        if let Some(start) = text.strip_suffix('\\') {
-            pending = Some(start.trim_end().to_string());
-            continue;
-        }
-        let (command, comment) = split_comment(&text);
-        let code = match comment {
-            None => 0,
-            Some(comment) => match comment.strip_prefix("exits ") {
+    crate::binary::fenced_commands(markdown)
+        .iter()
+        .map(|text| {
+            let (command, comment) = split_comment(text);
+            let code = match comment.and_then(|comment| comment.strip_prefix("exits ")) {
                 Some(code) => code
                     .trim()
                     .parse()
                     .unwrap_or_else(|_| panic!("`{text}`: `# exits N` needs a number")),
                 None => 0,
-            },
-        };
-        found.push(Example {
-            command: command.to_string(),
-            code,
-        });
-    }
-    found
+            };
+            Example {
+                command: command.to_string(),
+                code,
+            }
+        })
+        .collect()
 }
 
 /// The install folder `command` needs and lacks, if any.
