@@ -2,7 +2,7 @@
 //! divergence from the reference).
 
 use crate::check::{self, Violation};
-use crate::scenario::{LoadedScenario, ScenarioError};
+use crate::scenario::ScenarioError;
 use crate::sim::{RunOutcome, SubjectFailure};
 
 use super::Run;
@@ -135,10 +135,5 @@ impl CaseReport {
     /// The one command that replays this case.
     pub fn replay_command(&self) -> String {
         self.run.command()
-    }
-
-    /// Whether `loaded` is this case's scenario.
-    pub fn is_of(&self, loaded: &LoadedScenario) -> bool {
-        self.run.scenario == loaded.path
     }
 }
