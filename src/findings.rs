@@ -113,6 +113,10 @@ pub struct Tally {
     pub later: BTreeMap<String, u64>,
     /// Every rule broken in some case.
     pub broken_rules: BTreeSet<String>,
+    /// Failing cases whose trace differs from the reference fed the same inputs (REF-1's
+    /// oracle): explained by another rule, and judged by REF-1 alone.
+    pub differences_explained: u64,
+    pub differences_unexplained: u64,
     findings: BTreeMap<(String, String), Finding>,
 }
 
@@ -121,6 +125,16 @@ impl Tally {
     pub fn add(&mut self, name: &str, violations: &[Violation], divergence: Option<&Divergence>) {
         let Some(root) = violations.first() else { return };
         self.cases += 1;
+        if divergence.is_some_and(|divergence| divergence.oracle.is_some()) {
+            if violations
+                .iter()
+                .any(|violation| violation.rule == crate::check::REFERENCE_RULE)
+            {
+                self.differences_unexplained += 1;
+            } else {
+                self.differences_explained += 1;
+            }
+        }
         *self.roots.entry(root.rule.clone()).or_default() += 1;
         let mut seen = BTreeSet::new();
         for violation in violations {
@@ -157,6 +171,8 @@ impl Tally {
     /// Adds everything `other` counted (after it, in order).
     pub fn merge(&mut self, other: Tally) {
         self.cases += other.cases;
+        self.differences_explained += other.differences_explained;
+        self.differences_unexplained += other.differences_unexplained;
         for (rule, count) in other.roots {
             *self.roots.entry(rule).or_default() += count;
         }
@@ -202,6 +218,14 @@ impl Tally {
     }
 
     /// Root causes per rule, then every finding. `unit` names a case (`case`, `schedule`).
+    /// The line that counts the differences from the reference fed the same inputs.
+    pub fn differences_line(&self, unit: &str) -> String {
+        format!(
+            "differences from the reference fed the same inputs: {} failing {unit}s explained by a rule, {} judged by REF-1 alone\n",
+            self.differences_explained, self.differences_unexplained
+        )
+    }
+
     pub fn text(&self, unit: &str) -> String {
         if self.cases == 0 {
             return String::new();

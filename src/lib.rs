@@ -35,6 +35,8 @@
 //! - [`run`]: a run as one value (scenario, schedule, implementation, world, judging), its
 //!   replay command printed and parsed back, and the one `execute` every runner calls.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
+//! - [`oracle`]: the whole-trace oracle: any trace's inputs re-fed to the reference (or any
+//!   subject) by identity, every output compared with the contract's freedoms set aside (REF-1).
 //! - [`implementation`]: what is under test (the reference, its variant or an adapter command,
 //!   each with or without a mutant), chosen once.
 //! - [`net`]: the networked world (turmoil) and the crash test's run.
@@ -68,6 +70,7 @@ pub mod implementation;
 pub mod limits;
 pub mod model;
 pub mod net;
+pub mod oracle;
 pub mod protocol;
 pub mod run;
 pub mod runtime;

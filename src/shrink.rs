@@ -103,7 +103,7 @@ impl Case<'_> {
         let outcome = simulate_with(&scenario, subject.as_mut(), &mut Replay::new(choices.to_vec()), false).ok()?;
         // The rule must stay the root cause (the violation evident first), not merely fail
         // somewhere: the shrunk file is a witness of the same cause.
-        let mut violations = outcome.violations(&scenario);
+        let mut violations = crate::oracle::check_with_reference(&scenario, &outcome.trace, &outcome.stored(&scenario));
         violations.retain(|violation| self.selection.judges(&violation.rule));
         if !violations.iter().any(|violation| violation.rule == self.rule) {
             return None;

@@ -38,6 +38,11 @@ pub struct RuleCosts {
     pub check_all: f64,
     /// Building the timeline per trace (its lazily derived parts not included).
     pub timeline: f64,
+    /// The whole-trace oracle per trace: the trace's inputs replayed on a new reference and
+    /// every output compared (`oracle::replay`), which REF-1's checker then only reads.
+    pub oracle: f64,
+    /// One run of the reference per trace (`simulate`, the request checks off), for scale.
+    pub run: f64,
     /// Every rule, the costliest first (ties in catalogue order).
     pub rules: Vec<RuleCost>,
 }
@@ -65,6 +70,7 @@ pub fn rule_costs(scenario: &Scenario, window: Duration) -> RuleCosts {
     let catalogue = check::catalogue();
     let mut rule_nanos = vec![0u128; catalogue.len()];
     let (mut timeline_nanos, mut check_all_nanos, mut rounds) = (0u128, 0u128, 0u64);
+    let (mut oracle_nanos, mut run_nanos) = (0u128, 0u128);
     let started = Instant::now();
     while started.elapsed() < window || rounds == 0 {
         let clock = Instant::now();
@@ -86,6 +92,23 @@ pub fn rule_costs(scenario: &Scenario, window: Duration) -> RuleCosts {
             std::hint::black_box(check::check_all(scenario, trace, store));
         }
         check_all_nanos += clock.elapsed().as_nanos();
+        let clock = Instant::now();
+        for (trace, _) in &outcomes {
+            std::hint::black_box(crate::oracle::replay(
+                scenario,
+                trace,
+                &mut ReferenceSubject::new(),
+                crate::oracle::Freedoms::ALL,
+            ));
+        }
+        oracle_nanos += clock.elapsed().as_nanos();
+        let clock = Instant::now();
+        for seed in 0..BATCH as u64 {
+            std::hint::black_box(
+                simulate_with(scenario, &mut ReferenceSubject::new(), &mut Random::new(seed), false).ok(),
+            );
+        }
+        run_nanos += clock.elapsed().as_nanos();
         rounds += 1;
     }
     let per_trace = |nanos: u128| nanos as f64 / (rounds as f64 * BATCH as f64);
@@ -104,6 +127,8 @@ pub fn rule_costs(scenario: &Scenario, window: Duration) -> RuleCosts {
         events_per_trace: outcomes.iter().map(|(trace, _)| trace.events.len()).sum::<usize>() as f64 / BATCH as f64,
         check_all: per_trace(check_all_nanos),
         timeline: per_trace(timeline_nanos),
+        oracle: per_trace(oracle_nanos),
+        run: per_trace(run_nanos),
         rules,
     }
 }
@@ -125,6 +150,7 @@ mod tests {
         let mut ids: Vec<&str> = check::catalogue().iter().map(|rule| rule.id).collect();
         ids.sort_unstable();
         assert_eq!(costed, ids);
+        assert!(costs.oracle > 0.0 && costs.run > 0.0);
         assert!(costs
             .rules
             .windows(2)

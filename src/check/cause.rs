@@ -64,6 +64,10 @@ pub fn order_by_cause(
             continue;
         }
         let line = match catalogue().iter().find(|rule| rule.id == violation.rule) {
+            // The oracle's difference is evident at its line: a prefix has no replay of its own.
+            Some(rule) if rule.id == super::REFERENCE_RULE => {
+                violation.lines.iter().copied().min().unwrap_or(trace.events.len())
+            }
             Some(rule) => evident_line(scenario, trace, store, rule.checker),
             // A scenario's own check is placed at the line it names.
             None => violation.lines.iter().copied().min().unwrap_or(trace.events.len()),

@@ -19,6 +19,7 @@ mod persist;
 mod poison;
 mod project;
 mod queue;
+pub mod reference;
 mod restore;
 pub mod settle;
 pub mod situations;
@@ -424,7 +425,11 @@ rules! {
         "DURABLE-3" => durable::reopened_session_is_the_acknowledged_one, Must,
         "DURABLE-4" => durable::torn_tail_is_cut_off, Must,
         "SETTLE-1" => settle::settlement_is_allowed, Must,
+        "REF-1" => reference::same_outputs_as_the_reference_on_the_same_inputs, Must,
 }
+
+/// The rule the whole-trace oracle's difference breaks when no other rule does.
+pub const REFERENCE_RULE: &str = "REF-1";
 
 /// Runs every rule's checker on one run; violations in catalogue order, then by line.
 pub fn check_all(scenario: &Scenario, trace: &Trace, store: &[&SessionEntry]) -> Vec<Violation> {
@@ -441,6 +446,10 @@ pub fn check_timeline(timeline: &Timeline<'_>) -> Vec<Violation> {
             found.sort_by(|a, b| a.lines.cmp(&b.lines));
             violations.append(&mut found);
         }
+    }
+    // A difference from the reference is a verdict only where no other rule explains it.
+    if violations.iter().any(|violation| violation.rule != REFERENCE_RULE) {
+        violations.retain(|violation| violation.rule != REFERENCE_RULE);
     }
     violations
 }

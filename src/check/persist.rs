@@ -299,6 +299,16 @@ pub fn appends_start_after_the_run(timeline: &Timeline<'_>) -> Vec<Violation> {
             .filter_map(|request| request.response.as_ref().map(|(line, _)| *line))
             .max()
             .unwrap_or(first.line);
+        if let Some(early) = appends.iter().find(|append| append.line < first.line) {
+            violations.push(Violation::new(
+                "PERSIST-7.b",
+                &[early.line, first.line],
+                format!(
+                    "entry `{}` was appended before {}'s agent run sent its first model request",
+                    early.entry.id, info.op
+                ),
+            ));
+        }
         for append in appends
             .iter()
             .filter(|append| append.line > first.line && append.line < last_response)

@@ -384,6 +384,10 @@ pub fn situations() -> &'static [Situation] {
             |t| failure_line(t).is_some_and(|line| t.ops.iter().any(|info| info.delivered > line));
         "SETTLE-1" Any "an operation delivered after dispose" =>
             |t| t.ops.iter().position(|info| info.operation.name() == "dispose").is_some_and(|index| t.ops.len() > index + 1);
+        "REF-1" Any "an operation settled" =>
+            |t| t.ops.iter().any(|info| info.settled.is_some());
+        "REF-1" Any "an observer told of an event" =>
+            |t| !t.notifications.is_empty();
     ]
 }
 

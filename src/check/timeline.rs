@@ -154,6 +154,9 @@ pub struct Timeline<'a> {
     /// Where each operation's first delivery is in `ops`: a checker asks for an operation's
     /// facts once per request or append, which a walk of `ops` would make quadratic.
     op_positions: BTreeMap<OpId, usize>,
+    /// The first difference from the reference fed the same inputs, when the runner computed
+    /// it (REF-1, [`super::reference`]).
+    reference: Option<super::reference::ReferenceDifference>,
     /// What several checkers derive from the same facts, derived once on first use.
     shared: Shared<'a>,
 }

@@ -514,6 +514,13 @@ fn rule_costs(args: &BenchArgs) -> u8 {
         costs.timeline,
         share(costs.timeline)
     );
+    println!(
+        "{:<16} {:>9.0} ns per trace  {:>5.1}% of check_all; the run itself {:.0} ns",
+        "oracle (REF-1)",
+        costs.oracle,
+        share(costs.oracle),
+        costs.run
+    );
     for rule in &costs.rules {
         println!(
             "{:<16} {:>9.0} ns per trace  {:>5.1}%",

@@ -338,6 +338,7 @@ fn render_summary(summary: &ExploreSummary, strategy: StrategyKind, elapsed: Dur
             summary.failed - shown
         ));
     }
+    text.push_str(&summary.tally.differences_line("schedule"));
     text.push_str(&summary.tally.text("schedule"));
     if summary.broken > 0 {
         text.push_str(&format!(

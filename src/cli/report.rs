@@ -243,6 +243,7 @@ pub(crate) fn corpus_summary(
         .any(|report| matches!(report.verdict, Verdict::Passed | Verdict::Failed))
     {
         text.push_str(&level_summary(&tally, selection, "case"));
+        text.push_str(&tally.differences_line("case"));
     }
     text.push_str(&tally.text("case"));
     if !selection.is_all() {
@@ -375,6 +376,9 @@ fn json_value(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> serd
             if let Some(divergence) = &report.divergence {
                 result["firstDivergence"] = json!({
                     "line": divergence.line,
+                    "kind": divergence.oracle.as_ref().map(|(kind, _, _)| kind.word()),
+                    "output": divergence.oracle.as_ref().map(|(_, identity, _)| identity),
+                    "step": divergence.oracle.as_ref().map(|(_, _, step)| step),
                     "reference": divergence.reference,
                     "implementation": divergence.implementation,
                     "field": divergence.field.as_ref().map(|field| field.path.clone()),

@@ -516,6 +516,7 @@ impl ExploreSummary {
         mut violations: Vec<Violation>,
         broken: Option<SubjectFailure>,
         outcome: Option<&RunOutcome>,
+        divergence: Option<&crate::protocol::diff::Divergence>,
     ) -> Option<&mut ExploreFailure> {
         violations.retain(|violation| violation.rule == "determinism" || self.selection.judges(&violation.rule));
         if violations.is_empty() && broken.is_none() {
@@ -536,7 +537,7 @@ impl ExploreSummary {
         let run = replay();
         let replay = run.command();
         self.failed += 1;
-        self.tally.add(&loaded.name, &violations, None);
+        self.tally.add(&loaded.name, &violations, divergence);
         if let Some(broken) = &broken {
             self.broken += 1;
             self.pairs

@@ -36,7 +36,7 @@ pub(super) fn run_net_one(
             return;
         }
         Verdict::Broken(failure) => {
-            summary.record(loaded, || run.clone(), Vec::new(), Some(failure.clone()), None);
+            summary.record(loaded, || run.clone(), Vec::new(), Some(failure.clone()), None, None);
             return;
         }
         _ => match &report.outcome {
@@ -59,7 +59,14 @@ pub(super) fn run_net_one(
             ));
         }
     }
-    summary.record(loaded, || run.clone(), violations, None, Some(outcome));
+    summary.record(
+        loaded,
+        || run.clone(),
+        violations,
+        None,
+        Some(outcome),
+        report.divergence.as_ref(),
+    );
 }
 
 /// The violation a run that did not repeat its trace gets.
@@ -153,7 +160,7 @@ pub(super) fn run_one(
             return None;
         }
         Verdict::Broken(failure) => {
-            summary.record(loaded, || run.clone(), Vec::new(), Some(failure.clone()), None);
+            summary.record(loaded, || run.clone(), Vec::new(), Some(failure.clone()), None, None);
             return None;
         }
         _ => report.outcome.as_ref()?,
@@ -192,7 +199,14 @@ pub(super) fn run_one(
             replay.after = after.map(|(before, before_seed)| (before.path.clone(), before_seed));
         }
     }
-    if let Some(failure) = summary.record(loaded, || replay, violations, None, Some(outcome)) {
+    if let Some(failure) = summary.record(
+        loaded,
+        || replay,
+        violations,
+        None,
+        Some(outcome),
+        report.divergence.as_ref(),
+    ) {
         failure.choices = Some(taken(outcome));
         failure.origin = origin;
     }

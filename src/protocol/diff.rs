@@ -51,6 +51,9 @@ pub struct Divergence {
     /// The JSON path of the first differing field in the event, e.g. `entry.timestamp`, with
     /// both values (compact JSON, cut); `None` when one trace ended.
     pub field: Option<FieldDifference>,
+    /// For the whole-trace oracle's difference ([`crate::oracle`]): its kind, the output's
+    /// identity and the step it was in; `None` for a line-by-line comparison.
+    pub oracle: Option<(crate::oracle::DifferenceKind, String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +67,16 @@ impl Divergence {
     /// One line for reports: `line 0011: reference `...` / implementation `...``.
     pub fn summary(&self) -> String {
         let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(end of trace)".to_string());
+        if let Some((kind, identity, step)) = &self.oracle {
+            let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(nothing)".to_string());
+            return format!(
+                "line {:04}: {identity} {} after {step}: reference `{}` / implementation `{}`",
+                self.line,
+                kind.word(),
+                side(&self.reference),
+                side(&self.implementation)
+            );
+        }
         format!(
             "line {:04}: reference `{}` / implementation `{}`",
             self.line,
@@ -74,9 +87,22 @@ impl Divergence {
 
     /// The lines a human report prints, without indentation.
     pub fn describe(&self) -> Vec<String> {
-        let side = |line: &Option<String>| line.clone().unwrap_or_else(|| "(end of trace)".to_string());
+        let absent = if self.oracle.is_some() {
+            "(nothing in this step)"
+        } else {
+            "(end of trace)"
+        };
+        let side = |line: &Option<String>| line.clone().unwrap_or_else(|| absent.to_string());
+        let heading = match &self.oracle {
+            Some((kind, identity, step)) => format!(
+                "first difference from the reference fed the same inputs, at trace line {:04}: {identity} is {} after {step}",
+                self.line,
+                kind.word()
+            ),
+            None => format!("first divergence from the reference at trace line {:04}:", self.line),
+        };
         let mut lines = vec![
-            format!("first divergence from the reference at trace line {:04}:", self.line),
+            heading,
             format!("  reference:      {}", side(&self.reference)),
             format!("  implementation: {}", side(&self.implementation)),
         ];
@@ -161,7 +187,7 @@ fn without_open_choices(trace: &Trace) -> Trace {
 
 /// Masks the timestamps a runtime stamps: of user and tool-result messages, and of entries.
 /// An assistant message's timestamp is the model's, the world's answer, and stays.
-fn mask_clock(value: &mut Value) {
+pub(crate) fn mask_clock(value: &mut Value) {
     match value {
         Value::Object(object) => {
             // A hook's `result` is a tool result without its `role`.
@@ -222,6 +248,7 @@ fn first_difference_of(
                         reference: render(Some(left)),
                         implementation: render(Some(right)),
                         field,
+                        oracle: None,
                     });
                 }
             }
@@ -231,6 +258,7 @@ fn first_difference_of(
                     reference: render(left),
                     implementation: render(right),
                     field: None,
+                    oracle: None,
                 })
             }
         }
@@ -245,7 +273,7 @@ fn comparable(event: &Event) -> Value {
     value
 }
 
-fn redact(value: &mut Value) {
+pub(crate) fn redact(value: &mut Value) {
     match value {
         Value::Object(object) => {
             if object.contains_key("stopReason") {

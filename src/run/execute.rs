@@ -13,9 +13,10 @@ use std::time::Duration;
 use crate::check::{self, expect::check_expectations, Reached, Timeline, Violation};
 use crate::implementation::Implementation;
 use crate::net::{NetOptions, NetRun};
-use crate::protocol::diff::{first_divergence, first_raw_divergence};
+use crate::oracle::{self, Difference, Freedoms};
 use crate::protocol::{ExternalSubject, SharedExternal};
 use crate::scenario::{locate, LoadedScenario, Scenario, ScenarioError};
+use crate::sim::reference::ReferenceSubject;
 use crate::sim::{make_strategy, simulate_with, BoxedSubject, RunOutcome, Strategy, Subject, SubjectFailure};
 use crate::trace::Event;
 
@@ -294,7 +295,9 @@ fn in_the_networked_world(
         }
     };
     let stored = outcome.stored(scenario);
-    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+    let difference = reference_difference(scenario, &outcome.trace);
+    let timeline =
+        Timeline::new(scenario, &outcome.trace, &stored).with_reference(difference.as_ref().map(Difference::for_rule));
     let mut violations = check::check_timeline(&timeline);
     if let Some(reached) = reached {
         *reached = Some(Reached::of(&timeline));
@@ -303,18 +306,21 @@ fn in_the_networked_world(
         violations.extend(check_expectations(&timeline));
     }
     drop(timeline);
-    report.judged(scenario, violations, outcome)
+    let mut report = report.judged(scenario, violations, outcome);
+    report.set_divergence(difference.as_ref().map(Difference::divergence));
+    report
 }
 
-/// For anything but the reference: the divergence from the reference's run of the same
-/// inputs (an adapter's always, a mutant's when it fails), and the violations ranked with
-/// it, so that a root cause reads the same in process and over the wire. On the canonical
-/// schedule an operation an adapter never got to deliver is its failure when the reference
-/// delivers it.
+/// The first difference of `trace` from the reference fed its inputs ([`crate::oracle`], REF-1).
+fn reference_difference(scenario: &Scenario, trace: &crate::trace::Trace) -> Option<Difference> {
+    oracle::replay(scenario, trace, &mut ReferenceSubject::new(), Freedoms::ALL).difference
+}
+
+/// For an adapter: on the canonical schedule, an operation it never got to deliver is its
+/// failure when the reference's run of the same schedule delivers it; and with
+/// `--raw-divergence`, the divergence is the raw one (no open choice set aside).
 fn compare_with_reference(run: &Run, loaded: &LoadedScenario, report: &mut CaseReport, raw: bool) {
-    let adapter = run.implementation.is_adapter();
-    let failed_mutant = run.implementation.mutant.is_some() && report.verdict == Verdict::Failed;
-    if !adapter && !failed_mutant {
+    if !run.implementation.is_adapter() {
         return;
     }
     let reference = trace_and_judge(
@@ -329,15 +335,13 @@ fn compare_with_reference(run: &Run, loaded: &LoadedScenario, report: &mut CaseR
         None,
     );
     let undelivered_here = matches!(report.verdict, Verdict::BadScenario(_));
-    if adapter && undelivered_here && !matches!(reference.verdict, Verdict::BadScenario(_)) {
+    if undelivered_here && !matches!(reference.verdict, Verdict::BadScenario(_)) {
         judge_undelivered(loaded, report);
     }
-    if let (Some(ours), Some(theirs)) = (&report.outcome, &reference.outcome) {
-        report.set_divergence(if raw && adapter {
-            first_raw_divergence(&theirs.trace, &ours.trace)
-        } else {
-            first_divergence(&theirs.trace, &ours.trace)
-        });
+    if let (Some(ours), true) = (&report.outcome, raw) {
+        let scenario = &loaded.scenario;
+        let replayed = oracle::replay(scenario, &ours.trace, &mut ReferenceSubject::new(), Freedoms::RAW);
+        report.set_divergence(replayed.difference.as_ref().map(Difference::divergence));
     }
 }
 
@@ -381,7 +385,9 @@ fn in_process_judged(
         return report;
     }
     let stored = outcome.stored(scenario);
-    let timeline = Timeline::new(scenario, &outcome.trace, &stored);
+    let difference = reference_difference(scenario, &outcome.trace);
+    let timeline =
+        Timeline::new(scenario, &outcome.trace, &stored).with_reference(difference.as_ref().map(Difference::for_rule));
     let mut violations = check::check_timeline(&timeline);
     if let Some(reached) = reached {
         *reached = Some(Reached::of(&timeline));
@@ -402,7 +408,9 @@ fn in_process_judged(
         }
     }
     drop(timeline);
-    report.judged(scenario, violations, outcome)
+    let mut report = report.judged(scenario, violations, outcome);
+    report.set_divergence(difference.as_ref().map(Difference::divergence));
+    report
 }
 
 /// On the canonical schedule, an operation whose `after` never held is a scenario error.

@@ -144,7 +144,8 @@ impl RunOutcome {
         }
     }
 
-    /// Every rule's violations on this run ([`crate::check::check_all`] on its trace and store).
+    /// Every rule's violations on this run ([`crate::check::check_all`] on its trace and store;
+    /// REF-1 needs the oracle: [`crate::oracle::check_with_reference`]).
     pub fn violations(&self, scenario: &Scenario) -> Vec<crate::check::Violation> {
         crate::check::check_all(scenario, &self.trace, &self.stored(scenario))
     }

@@ -13,9 +13,10 @@
 
 use std::path::Path;
 
-use agentsim::check::{check_all, RULE_IDS};
+use agentsim::check::RULE_IDS;
 use agentsim::implementation::Implementation;
 use agentsim::model::SessionEntry;
+use agentsim::oracle::check_with_reference;
 use agentsim::run::{CaseReport, Run};
 use agentsim::scenario::LoadedScenario;
 use agentsim::sim::StrategyKind;
@@ -571,15 +572,22 @@ pub(crate) const BITES: &[Bite] = &[
         "persist/resolves-only-after-last-append",
         clauses::resolved_without_last_message,
     ),
-    mutant(
+    mutant_also(
         "PERSIST-7.a",
+        &["PERSIST-7.b"],
         "agent/control-calls-settle-at-once",
         "temporary-entries-stored",
     ),
-    mutant(
+    mutant_also(
         "PERSIST-7.a",
+        &["PERSIST-7.b"],
         "projection/temporary-suffix-each-request",
         "temporary-entries-stored",
+    ),
+    edit(
+        "PERSIST-7.a",
+        "projection/temporary-suffix-each-request",
+        clauses::prompt_appended_between_its_requests,
     ),
     mutant("PERSIST-8.a", "wiring/walkthrough", "timestamps-not-from-clock"),
     edit(
@@ -1045,6 +1053,26 @@ pub(crate) const BITES: &[Bite] = &[
         "durability/torn-tail-after-crash",
         file_unreadable_after_crash,
     ),
+    edit(
+        "PERSIST-7.b",
+        "persist/no-append-while-agent-runs",
+        clauses::prompt_appended_before_its_first_request,
+    ),
+    edit(
+        "REF-1.a",
+        "persist/parent-chain-across-three-prompts",
+        clauses::prompt_settles_one_step_late,
+    ),
+    edit(
+        "REF-1.b",
+        "persist/parent-chain-across-three-prompts",
+        clauses::stray_abort_signal,
+    ),
+    mutant(
+        "REF-1.c",
+        "observers/slow-observer-and-failed-append",
+        "turn-end-drops-tool-results",
+    ),
 ];
 
 fn corpus() -> Vec<LoadedScenario> {
@@ -1079,7 +1107,7 @@ fn broken_by(loaded: &LoadedScenario, bad: &Bad) -> Vec<(String, Option<&'static
             let mut store: Vec<SessionEntry> = outcome.stored(&loaded.scenario).into_iter().cloned().collect();
             let mut trace = outcome.trace;
             edit(&mut trace, &mut store);
-            check_all(&loaded.scenario, &trace, &store.iter().collect::<Vec<_>>())
+            check_with_reference(&loaded.scenario, &trace, &store.iter().collect::<Vec<_>>())
         }
     };
     violations

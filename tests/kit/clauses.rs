@@ -1261,3 +1261,89 @@ pub(crate) fn steer_stored_between_call_and_result(trace: &mut Trace, store: &mu
     let at = store.iter().position(|entry| entry.id == result).expect("stored");
     store.insert(at, entry);
 }
+
+/// REF-1.a: the first prompt settles one step late: behind the input that followed its
+/// settlement, as a runtime that resolves on a later tick would.
+pub(crate) fn prompt_settles_one_step_late(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (_, op) = delivery(trace, "prompt", 0);
+    let at = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::Settled { op: settled, .. } if *settled == op))
+        .expect("the prompt settles");
+    let settled = trace.events.remove(at);
+    let next_input = trace.events[at..]
+        .iter()
+        .position(|event| {
+            matches!(
+                event,
+                Event::Deliver { .. }
+                    | Event::ModelChunk { .. }
+                    | Event::ModelResponse { .. }
+                    | Event::ToolAnswer { .. }
+                    | Event::HookAnswer { .. }
+                    | Event::AppendAnswer { .. }
+                    | Event::WriteAnswer { .. }
+                    | Event::NotifyAnswer { .. }
+            )
+        })
+        .expect("an input follows the prompt's settlement");
+    trace.events.insert(at + next_input + 1, settled);
+}
+
+/// REF-1.b: an abort signal no effect carried fires after the first operation settled.
+pub(crate) fn stray_abort_signal(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let at = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::Settled { .. }))
+        .expect("an operation settles");
+    trace
+        .events
+        .insert(at + 1, Event::AbortSignal { signal: SignalId(999) });
+}
+
+/// PERSIST-7.b: the first prompt's first entry is appended (and accepted) before its run's
+/// first model request, as a runtime that persists each message as it ends does.
+pub(crate) fn prompt_appended_before_its_first_request(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (append, answer) = first_append_and_answer(trace);
+    let request = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::ModelRequest { .. }))
+        .expect("a model request");
+    trace.events.insert(request, answer);
+    trace.events.insert(request, append);
+}
+
+/// PERSIST-7.a: the first prompt's first entry is appended (and accepted) right after its run's
+/// first model response, while the run goes on to its next request.
+pub(crate) fn prompt_appended_between_its_requests(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let (append, answer) = first_append_and_answer(trace);
+    let response = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::ModelResponse { .. }))
+        .expect("a model response");
+    trace.events.insert(response + 1, answer);
+    trace.events.insert(response + 1, append);
+}
+
+/// The first append and its answer, taken out of the trace.
+fn first_append_and_answer(trace: &mut Trace) -> (Event, Event) {
+    let append = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::Append { .. }))
+        .expect("an append");
+    let Event::Append { effect, .. } = trace.events[append] else {
+        unreachable!("found as an append")
+    };
+    let answer = trace
+        .events
+        .iter()
+        .position(|event| matches!(event, Event::AppendAnswer { effect: answered, .. } if *answered == effect))
+        .expect("the append is answered");
+    let answer = trace.events.remove(answer);
+    (trace.events.remove(append), answer)
+}

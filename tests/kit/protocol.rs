@@ -497,7 +497,8 @@ fn a_broken_implementation_shows_its_first_divergence_and_replay() {
     let run = agentsim(&["run", "--impl", &command, "scenarios/poison"], &[]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
     assert!(
-        run.stdout.contains("first divergence from the reference at trace line"),
+        run.stdout
+            .contains("first difference from the reference fed the same inputs, at trace line"),
         "{}",
         run.stdout
     );

@@ -115,10 +115,22 @@ impl<'a> Timeline<'a> {
             initial_path,
             leaf_path_error,
             op_positions: std::collections::BTreeMap::new(),
+            reference: None,
             shared: Shared::default(),
         };
         timeline.derive();
         timeline
+    }
+
+    /// The timeline with the first difference from the reference fed the same inputs (REF-1).
+    pub fn with_reference(mut self, difference: Option<crate::check::reference::ReferenceDifference>) -> Timeline<'a> {
+        self.reference = difference;
+        self
+    }
+
+    /// The first difference from the reference fed the same inputs, when it was computed.
+    pub fn reference(&self) -> Option<&crate::check::reference::ReferenceDifference> {
+        self.reference.as_ref()
     }
 
     /// Mode operations that write more than once before they settle (a mode that streams its
