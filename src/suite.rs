@@ -39,14 +39,13 @@ fn built_in_spelled(spelling: &str) -> Option<(String, Vec<(&'static str, &'stat
     if trimmed == "scenarios" {
         return Some((String::new(), BUILT_IN.to_vec()));
     }
-    let trimmed = trimmed.strip_prefix("scenarios/").unwrap_or(trimmed);
-    let name = trimmed.strip_suffix(".json").unwrap_or(trimmed);
-    if name.is_empty() {
-        return None;
+    if let Some(found) = built_in_named(trimmed) {
+        let folder = found.0.rsplit_once('/').map_or("", |(folder, _)| folder);
+        return Some((folder.to_string(), vec![found]));
     }
-    if let Some(found) = BUILT_IN.iter().find(|(built_in, _)| *built_in == name) {
-        let folder = name.rsplit_once('/').map_or("", |(folder, _)| folder);
-        return Some((folder.to_string(), vec![*found]));
+    let trimmed = trimmed.strip_prefix("scenarios/").unwrap_or(trimmed);
+    if trimmed.is_empty() {
+        return None;
     }
     let below = format!("{trimmed}/");
     let found: Vec<_> = BUILT_IN
@@ -55,6 +54,26 @@ fn built_in_spelled(spelling: &str) -> Option<(String, Vec<(&'static str, &'stat
         .copied()
         .collect();
     (!found.is_empty()).then(|| (trimmed.to_string(), found))
+}
+
+/// Whether `path` is a folder: on disk, or, naming nothing on disk, a folder of built-in scenarios
+/// (`replay` and `--after` take one scenario).
+pub fn is_folder(path: &Path) -> bool {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return path.is_dir();
+    }
+    let spelling = path.to_string_lossy();
+    built_in_spelled(&spelling).is_some() && built_in_named(&spelling).is_none()
+}
+
+/// The built-in scenario `spelling` names as one file (`persist/x`, `persist/x.json`,
+/// `scenarios/persist/x.json`), if any.
+fn built_in_named(spelling: &str) -> Option<(&'static str, &'static str)> {
+    let spelling = spelling.strip_prefix("./").unwrap_or(spelling);
+    let trimmed = spelling.trim_end_matches('/');
+    let trimmed = trimmed.strip_prefix("scenarios/").unwrap_or(trimmed);
+    let name = trimmed.strip_suffix(".json").unwrap_or(trimmed);
+    BUILT_IN.iter().find(|(built_in, _)| *built_in == name).copied()
 }
 
 /// The whole built-in corpus, loaded and sorted by name: what `run` and `explore` run when
@@ -209,6 +228,8 @@ mod tests {
                     && loaded.path == Path::new("wiring").join(&loaded.name))
         );
         assert_eq!(source_text(&loaded[0].path).expect("its text"), one[0].1);
+        assert!(!is_folder(Path::new("wiring/walkthrough")) && is_folder(Path::new("wiring")));
+        assert!(is_folder(Path::new("src")) && !is_folder(Path::new("Cargo.toml")) && !is_folder(Path::new("no-such")));
         // On disk, the same spelling is a file: `src` is a folder of this crate with no scenario.
         let error = load_corpus(&[PathBuf::from("src")]).expect_err("src holds no scenario");
         assert!(error.message.contains("nothing to run"), "{error}");

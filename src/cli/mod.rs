@@ -304,7 +304,8 @@ fn replay(args: crate::run::ReplayArgs, json: bool, html: Option<&std::path::Pat
         eprintln!("agentsim: {error}");
         EXIT_BAD_INPUT
     };
-    let folder = |path: &std::path::Path| path.is_dir().then(|| scenario::printable(&path.display().to_string()));
+    let folder =
+        |path: &std::path::Path| suite::is_folder(path).then(|| scenario::printable(&path.display().to_string()));
     if let Some(folder) = folder(&args.file) {
         return bad_input(&RunError::ScenarioFolder(folder));
     }

@@ -203,6 +203,16 @@ fn packaging_scenarios_refuse_unknown_names_and_folders_where_one_is_asked() {
         .lines()
         .all(|name| name.starts_with("wiring/") || name.starts_with("lab13/")));
     assert!(listed.stdout.lines().any(|name| name.starts_with("lab13/")));
+    // replay takes one scenario: a built-in folder is refused as a folder on disk is.
+    let replayed = agentsim_in(&folder, &["replay", "wiring"]);
+    assert_eq!(replayed.code, 2, "{}", replayed.stdout);
+    assert!(
+        replayed
+            .stderr
+            .contains("wiring: a folder: replay takes one scenario file"),
+        "{}",
+        replayed.stderr
+    );
     let missing = agentsim_in(&folder, &["run", "wiring/no-such"]);
     assert_eq!(missing.code, 2);
     assert!(missing.stderr.contains("agentsim scenarios list"), "{}", missing.stderr);
