@@ -4,11 +4,12 @@
 //! GitHub Action's steps run as written.
 //!
 //! The guide's install lines and the action's install step need the packed packages: `.ci/run`
-//! packs them (`packages/pack`) and sets `AGENTSIM_PACKAGES` to their folder, and then the real
-//! `npm i -D agentsim` / `pip install agentsim` install them, offline. Without it, the install
-//! lines are replaced by what the packages install (the npm package's files and this build's
-//! binary in `node_modules`, the Python SDK's package and this binary in the venv), the
-//! replacement printed; every other line runs as written.
+//! packs them (`packages/pack`) and sets `AGENTSIM_PACKAGES` to their folder; they are copied
+//! into the test's project folder and the lines run as written (`npm i -D ./agentsim-0.1.0.tgz
+//! ...`, `pip install ./agentsim-0.1.0-*.whl`, npm offline). Without it, the install lines are
+//! replaced by what the packages install (the npm package's files and this build's binary in
+//! `node_modules`, the Python SDK's package and this binary in the venv), which the test says;
+//! every other line runs as written.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -260,63 +261,70 @@ fn packaging_versions_are_the_crate_s() {
         "pyproject's version"
     );
     assert!(pyproject.contains("\nbindings = \"bin\"\n"));
+    // The action installs what its caller names: never the registry's `agentsim`, an unrelated
+    // package today.
     let action = std::fs::read_to_string(root().join("action.yml")).expect("action.yml");
-    assert!(
-        action.contains(&format!("default: agentsim@{version}\n")),
-        "the action installs this version"
-    );
+    let (inputs, _) = read_action(&action);
+    assert!(inputs
+        .iter()
+        .any(|(name, required, default)| name == "package" && *required && default.is_none()));
+    // The documents install this version's files.
+    for document in ["README.md", "docs/implementers-guide.md"] {
+        let text = std::fs::read_to_string(root().join(document)).expect("a document");
+        let files = format!("./agentsim-{version}.tgz ./agentsim-cli-linux-x64-{version}.tgz");
+        assert!(text.contains(&files), "{document}");
+    }
 }
 
-/// The install lines of the guide as they run here: the real ones with `AGENTSIM_PACKAGES`,
-/// else what the packages install, put in place.
-fn install_lines(packages: Option<&Path>) -> [(&'static str, String); 2] {
+/// The guide's install lines, and what replaces each without the packed packages: what the
+/// package installs, put in place (the npm package's files and this build's binary in
+/// `node_modules`; the Python SDK's package and this binary in the venv).
+fn install_lines() -> [(String, String); 2] {
     let version = env!("CARGO_PKG_VERSION");
-    match packages {
-        Some(dir) => [
-            (
-                "npm i -D agentsim",
-                format!(
-                    "npm i -D --offline --no-audit --no-fund --no-update-notifier --loglevel=error {0}/agentsim-{version}.tgz {0}/agentsim-cli-linux-x64-{version}.tgz",
-                    dir.display()
-                ),
+    let sdk = root().join("adapters/sdk/js");
+    let package = json_version("adapters/sdk/js/package.json");
+    let mut files: Vec<String> = package["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|file| format!("--parents {}", file.as_str().expect("a path")))
+        .collect();
+    files.push("package.json".into());
+    let copies: Vec<String> = files
+        .iter()
+        .map(|file| format!("(cd {} && cp {file} \"$OLDPWD/node_modules/agentsim/\")", sdk.display()))
+        .collect();
+    [
+        (
+            format!("npm i -D ./agentsim-{version}.tgz ./agentsim-cli-linux-x64-{version}.tgz"),
+            format!(
+                "mkdir -p node_modules/agentsim node_modules/@agentsim/cli-linux-x64/bin node_modules/.bin && {} && ln -s {BIN} node_modules/@agentsim/cli-linux-x64/bin/agentsim && ln -s ../agentsim/bin/agentsim.mjs node_modules/.bin/agentsim",
+                copies.join(" && ")
             ),
-            (
-                "pip install agentsim",
-                format!("pip install --quiet --no-index {}/agentsim-{version}-*.whl", dir.display()),
+        ),
+        (
+            format!("pip install ./agentsim-{version}-*.whl"),
+            format!(
+                "ln -s {} \"$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')/agentsim_adapter\" && ln -s {BIN} \"$VIRTUAL_ENV/bin/agentsim\"",
+                root().join("packages/pypi/python/agentsim_adapter").display()
             ),
-        ],
-        None => {
-            let sdk = root().join("adapters/sdk/js");
-            let package = json_version("adapters/sdk/js/package.json");
-            let mut files: Vec<String> = package["files"]
-                .as_array()
-                .expect("files")
-                .iter()
-                .map(|file| format!("--parents {}", file.as_str().expect("a path")))
-                .collect();
-            files.push("package.json".into());
-            let copies: Vec<String> = files
-                .iter()
-                .map(|file| format!("(cd {} && cp {file} \"$OLDPWD/node_modules/agentsim/\")", sdk.display()))
-                .collect();
-            [
-                (
-                    "npm i -D agentsim",
-                    format!(
-                        "mkdir -p node_modules/agentsim node_modules/@agentsim/cli-linux-x64/bin node_modules/.bin && {} && ln -s {BIN} node_modules/@agentsim/cli-linux-x64/bin/agentsim && ln -s ../agentsim/bin/agentsim.mjs node_modules/.bin/agentsim",
-                        copies.join(" && ")
-                    ),
-                ),
-                (
-                    "pip install agentsim",
-                    format!(
-                        "ln -s {} \"$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')/agentsim_adapter\" && ln -s {BIN} \"$VIRTUAL_ENV/bin/agentsim\"",
-                        root().join("packages/pypi/python/agentsim_adapter").display()
-                    ),
-                ),
-            ]
+        ),
+    ]
+}
+
+/// Copies the packed packages into `folder`, as an implementer copies them into a project.
+fn copy_packages(dir: &Path, folder: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("the packed packages") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().expect("a name").to_string_lossy().into_owned();
+        if name.starts_with("agentsim-") {
+            std::fs::copy(&path, folder.join(&name)).expect("copied");
+            names.push(name);
         }
     }
+    names.sort();
+    names
 }
 
 /// The packed packages' folder, when `.ci/run` gives it.
@@ -351,7 +359,7 @@ fn packaging_the_guide_s_first_steps_run_as_written() {
         "an install block per language, then the runs: {blocks:?}"
     );
     let packages = packages();
-    let installs = install_lines(packages.as_deref());
+    let installs = install_lines();
     let runs: Vec<(&str, i32)> = blocks[2..]
         .iter()
         .flat_map(|block| block.lines())
@@ -364,20 +372,25 @@ fn packaging_the_guide_s_first_steps_run_as_written() {
     assert!(runs.len() >= 3, "the section's runs: {runs:?}");
     for (language, block) in ["JavaScript", "Python"].iter().zip(&blocks[..2]) {
         let mut install = block.clone();
-        let mut replaced = 0;
-        for (line, replacement) in &installs {
-            if install.contains(line) {
-                install = install.replace(line, replacement);
-                replaced += 1;
-            }
+        let installing: Vec<_> = installs
+            .iter()
+            .filter(|(line, _)| block.contains(line.as_str()))
+            .collect();
+        assert_eq!(
+            installing.len(),
+            1,
+            "{language}: the block installs this version's package: {block}"
+        );
+        let folder = scratch("packaging", &format!("guide-{language}"));
+        match &packages {
+            Some(dir) => drop(copy_packages(dir, &folder)),
+            None => install = install.replace(&installing[0].0, &installing[0].1),
         }
-        assert_eq!(replaced, 1, "{language}: the block installs the package: {block}");
         let mut script = format!("set -e\n{install}set +e\n");
         for (command, _) in &runs {
             script.push_str(&format!("{command}\necho \"== exit $?\"\n"));
         }
-        let folder = scratch("packaging", &format!("guide-{language}"));
-        let outcome = bash_in(&folder, &script, &[]);
+        let outcome = bash_in(&folder, &script, &[("npm_config_offline", "true".into())]);
         assert_eq!(outcome.code, 0, "{language}: {}{}", outcome.stdout, outcome.stderr);
         let codes: Vec<i32> = outcome
             .stdout
@@ -597,16 +610,19 @@ fn packaging_the_action_runs_its_steps_as_written() {
     }
     assert_eq!(steps.len(), 3, "{steps:?}");
     let packages = packages();
-    let version = env!("CARGO_PKG_VERSION");
-    let package = packages.as_ref().map(|dir| {
-        format!(
-            "{0}/agentsim-{version}.tgz {0}/agentsim-cli-linux-x64-{version}.tgz",
-            dir.display()
-        )
-    });
     // The adapter: the reference with its error texts worded otherwise (WIRE-9 fails), and
     // its deviations recorded from a run, as an implementer records them.
     let folder = scratch("packaging", "action");
+    // The tarballs, committed to the caller's repository: named relative to it.
+    let package = |folder: &Path| {
+        packages.as_ref().map(|dir| {
+            copy_packages(dir, folder)
+                .into_iter()
+                .filter(|name| name.ends_with(".tgz"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    };
     let adapter = "agentsim serve --mutant error-texts-reworded".to_string();
     let recorded = bash_in(
         &folder,
@@ -626,14 +642,14 @@ fn packaging_the_action_runs_its_steps_as_written() {
         ("strategy", "random".to_string()),
         ("seeds", "2".to_string()),
     ];
-    given.extend(package.iter().map(|package| ("package", package.clone())));
+    given.extend(package(&folder).map(|package| ("package", package)));
     let codes = run_action(&folder, &given, packages.as_deref());
     let ran: Vec<i32> = codes.iter().map(|(_, code)| *code).collect();
     assert_eq!(ran, vec![0; 2 + usize::from(packages.is_some())], "{codes:?}");
     // Without the expectations the same adapter fails the run step: the step can fail.
     let bare = scratch("packaging", "action-bare");
     let mut given = vec![("adapter", adapter), ("scenarios", "wiring".to_string())];
-    given.extend(package.iter().map(|package| ("package", package.clone())));
+    given.extend(package(&bare).map(|package| ("package", package)));
     let codes = run_action(&bare, &given, packages.as_deref());
     assert_eq!(codes.last().map(|(_, code)| *code), Some(1), "{codes:?}");
 }
