@@ -1,7 +1,8 @@
 //! The kit as its users install it: the corpus inside the binary (`run` and `explore` with no
 //! path, `scenarios list|show|export`, replay commands that work with no checkout), the
-//! packages' versions in step, the implementers' guide's first steps run as written, and the
-//! GitHub Action's steps run as written.
+//! packages' versions in step, the npm package's launcher (the platform package's binary found,
+//! exit codes and SIGTERM passed through), the implementers' guide's first steps run as
+//! written, and the GitHub Action's steps run as written.
 //!
 //! The guide's install lines and the action's install step need the packed packages: `.ci/run`
 //! packs them (`packages/pack`) and sets `AGENTSIM_PACKAGES` to their folder; they are copied
@@ -652,4 +653,86 @@ fn packaging_the_action_runs_its_steps_as_written() {
     given.extend(package(&bare).map(|package| ("package", package)));
     let codes = run_action(&bare, &given, packages.as_deref());
     assert_eq!(codes.last().map(|(_, code)| *code), Some(1), "{codes:?}");
+}
+
+#[test]
+fn packaging_the_npm_launcher_passes_the_binary_through() {
+    let folder = scratch("packaging", "launcher");
+    let package = folder.join("node_modules/agentsim");
+    std::fs::create_dir_all(package.join("bin")).expect("a folder");
+    let sdk = root().join("adapters/sdk/js");
+    for file in ["package.json", "bin/agentsim.mjs"] {
+        std::fs::copy(sdk.join(file), package.join(file)).expect("copied");
+    }
+    let launcher = package.join("bin/agentsim.mjs");
+    let launch = |args: &[&str]| {
+        let output = Command::new("node")
+            .arg(&launcher)
+            .args(args)
+            .current_dir(&folder)
+            .env_remove("AGENTSIM_BINARY")
+            .output()
+            .expect("node runs");
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // Without the platform package: a message naming it, and 127 as a shell's missing command.
+    let (code, _, stderr) = launch(&["--version"]);
+    assert_eq!(code, 127, "{stderr}");
+    assert!(
+        stderr.contains("@agentsim/cli-") && stderr.contains("is not installed"),
+        "{stderr}"
+    );
+    // With it: arguments, output and exit codes are the binary's.
+    let platform = folder.join("node_modules/@agentsim/cli-linux-x64/bin");
+    std::fs::create_dir_all(&platform).expect("a folder");
+    std::os::unix::fs::symlink(BIN, platform.join("agentsim")).expect("linked");
+    let (code, stdout, _) = launch(&["--version"]);
+    assert_eq!(
+        (code, stdout.trim()),
+        (0, format!("agentsim {}", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    assert_eq!(launch(&["run", "poison", "--mutant", "poison-not-stored"]).0, 1);
+    assert_eq!(launch(&["scenarios", "show", "no-such"]).0, 2);
+    // A SIGTERM to the launcher reaches the kit, which stops and says so (exit 143).
+    let child = Command::new("node")
+        .arg(&launcher)
+        .args(["explore", "--seeds", "100000"])
+        .current_dir(&folder)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    // The kit is running once the launcher's child is the binary, exploring (its handlers are
+    // installed before it loads the corpus); then some more time, for a loaded machine.
+    let started = std::time::Instant::now();
+    while !kit_child_of(child.id()) && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    let sent = unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let output = child.wait_with_output().expect("the launcher ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+}
+
+/// Whether a child of `parent` runs the kit's binary (Linux's /proc).
+fn kit_child_of(parent: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid ...`: the name may hold spaces, the fields after it do not.
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, rest)| rest.rsplit_once(") ")) else {
+            return false;
+        };
+        name == "agentsim" && rest.split(' ').nth(1) == Some(parent.to_string().as_str())
+    })
 }
