@@ -197,7 +197,8 @@ pub fn shrink(
     implementation: &Implementation,
     origin: &str,
 ) -> Result<Shrunk, ShrinkError> {
-    let text = std::fs::read_to_string(&loaded.path)
+    // A built-in scenario's path is its name: its text is the embedded file's.
+    let text = crate::suite::source_text(&loaded.path)
         .map_err(|error| ShrinkError::Read(loaded.path.display().to_string(), error.to_string()))?;
     let mut value: Value = serde_json::from_str(&text)
         .map_err(|error| ShrinkError::Read(loaded.path.display().to_string(), error.to_string()))?;

@@ -17,7 +17,8 @@
 //! `fields` shows every wire field judged by a rule or listed with the reason it is not;
 //! `reduction` shows the reduced exhaustive enumeration reaches every verdict the plain one does;
 //! `readme` runs every `agentsim` command of README.md and checks the exit code it gives;
-//! `search` runs every strategy of `explore` over the protocol as in process.
+//! `search` runs every strategy of `explore` over the protocol as in process; `packaging` runs the
+//! kit as its users install it (the built-in corpus, the guide's first steps, the GitHub Action).
 
 #[path = "kit/api.rs"]
 mod api;
@@ -57,6 +58,8 @@ mod interleaving;
 mod messages;
 #[path = "kit/net.rs"]
 mod net;
+#[path = "kit/packaging.rs"]
+mod packaging;
 #[path = "kit/protocol.rs"]
 mod protocol;
 #[path = "kit/readme.rs"]

@@ -22,7 +22,7 @@ use super::{parse_strategy, EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_PASSED, EXIT_VIOLA
 
 #[derive(Args)]
 pub struct ExploreArgs {
-    /// Scenario files or folders (default: scenarios/).
+    /// Scenario files or folders (default: the built-in corpus, `agentsim scenarios list`).
     paths: Vec<PathBuf>,
     /// random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | exhaustive-plain[:BOUND] | guided.
     /// Default: guided, on the in-process reference and on an implementation (`--impl`) alike:
@@ -115,12 +115,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 }
 
 pub(super) fn load(paths: Vec<PathBuf>) -> Result<Vec<LoadedScenario>, u8> {
-    let paths = if paths.is_empty() {
-        vec![PathBuf::from("scenarios")]
-    } else {
-        paths
-    };
-    suite::load_corpus(&paths).map_err(|error| {
+    suite::load_or_built_in(&paths).map_err(|error| {
         eprintln!("agentsim: {error}");
         EXIT_BAD_INPUT
     })

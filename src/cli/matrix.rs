@@ -122,7 +122,12 @@ pub(super) fn markdown(reports: &[CaseReport], header: &Header, expectation: Opt
         .iter()
         .map(|path| code(&path.display().to_string()))
         .collect();
-    text.push_str(&format!("| Scenarios | {} |\n", paths.join(", ")));
+    let paths = if paths.is_empty() {
+        "the built-in corpus".to_string()
+    } else {
+        paths.join(", ")
+    };
+    text.push_str(&format!("| Scenarios | {paths} |\n"));
     let mut strategy = header.strategy.spelling();
     if header.strategy.uses_seed() {
         strategy.push_str(&format!(", seed {}", header.seed));

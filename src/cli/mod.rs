@@ -15,6 +15,7 @@ mod mutants;
 mod pool;
 mod report;
 mod run;
+mod scenarios;
 mod signals;
 
 use std::path::PathBuf;
@@ -53,7 +54,8 @@ enum Command {
     /// Run scenarios against the reference Runtime (or an implementation: `--impl`) and check
     /// every rule on every trace.
     Run {
-        /// Scenario files or folders (default: scenarios/).
+        /// Scenario files or folders (default: the built-in corpus, `agentsim scenarios list`). A
+        /// path that names nothing on disk may name built-in scenarios: `persist`, `wiring/walkthrough`.
         paths: Vec<PathBuf>,
         /// scripted | random | pct[:DEPTH[:K]] | exhaustive[:BOUND] | exhaustive-plain[:BOUND]
         /// (an exhaustive strategy as one run is the enumeration's first schedule)
@@ -108,6 +110,9 @@ enum Command {
     /// Check a Pi session file (JSONL), read-only: lost header, orphans, cycles, tool calls
     /// without results, entries between a call and its result, a torn last line.
     CheckSession(check_session::CheckSessionArgs),
+    /// The built-in corpus: list its scenarios, show one, or export them as files.
+    #[command(subcommand)]
+    Scenarios(scenarios::ScenariosCommand),
     /// Serve the reference Runtime as an adapter on stdin/stdout (the protocol of docs/protocol.md).
     Serve {
         /// Serve a deliberately broken reference.
@@ -238,7 +243,7 @@ pub fn main() -> ExitCode {
             judging,
             raw_divergence,
         } => run::run(run::RunArgs {
-            paths: default_paths(paths),
+            paths,
             strategy,
             seed,
             format,
@@ -253,6 +258,7 @@ pub fn main() -> ExitCode {
             raw_divergence,
         }),
         Command::Serve { mutant, protocol } => run::serve(mutant, protocol),
+        Command::Scenarios(command) => scenarios::run_scenarios(command),
         Command::Replay { run, json, html } => replay(run, json, html.as_deref()),
     };
     ExitCode::from(signals::finish(code))
@@ -261,14 +267,6 @@ pub fn main() -> ExitCode {
 /// `--jobs`' default: the number of cores.
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-}
-
-fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    if paths.is_empty() {
-        vec![PathBuf::from("scenarios")]
-    } else {
-        paths
-    }
 }
 
 /// The cases of `run`'s human report and its closing counts (`run` prints what the corpus
@@ -306,7 +304,8 @@ fn replay(args: crate::run::ReplayArgs, json: bool, html: Option<&std::path::Pat
         eprintln!("agentsim: {error}");
         EXIT_BAD_INPUT
     };
-    let folder = |path: &std::path::Path| path.is_dir().then(|| scenario::printable(&path.display().to_string()));
+    let folder =
+        |path: &std::path::Path| suite::is_folder(path).then(|| scenario::printable(&path.display().to_string()));
     if let Some(folder) = folder(&args.file) {
         return bad_input(&RunError::ScenarioFolder(folder));
     }

@@ -13,7 +13,7 @@ use super::{EXIT_PASSED, EXIT_VIOLATION};
 
 #[derive(Args)]
 pub struct MutantsArgs {
-    /// Scenario files or folders (default: scenarios/).
+    /// Scenario files or folders (default: the built-in corpus, `agentsim scenarios list`).
     paths: Vec<PathBuf>,
     /// Seeds per scenario for the random and pct hunts, when the canonical schedules do not kill.
     #[arg(long, default_value_t = 50)]

@@ -40,7 +40,7 @@ pub(super) struct RunArgs {
 
 /// `agentsim run`: runs the corpus, prints the report, returns the exit code.
 pub(super) fn run(args: RunArgs) -> u8 {
-    let corpus = match suite::load_corpus(&args.paths) {
+    let corpus = match suite::load_or_built_in(&args.paths) {
         Ok(corpus) => corpus,
         Err(error) => {
             eprintln!("agentsim: {error}");

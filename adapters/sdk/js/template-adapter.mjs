@@ -13,7 +13,7 @@
 //
 //   agentsim run --impl "node adapters/sdk/js/template-adapter.mjs" scenarios/wiring
 
-import { causeError, runAdapter } from "./agentsim-adapter.mjs";
+import { causeError, runAdapter } from "agentsim/adapter";
 
 // ---------------------------------------------------------------------------------------------
 // The toy runtime: what you replace with your own.

@@ -68,7 +68,10 @@ def _rule_order(rule: str) -> Any:
     return (rule.startswith("broken"), family, int(number) if number.isdigit() else 0, rule)
 
 
-def main(argv: List[str], stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+def main(argv: Optional[List[str]] = None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    # The console script `record_expectations` (pip install agentsim) calls main() bare.
+    if argv is None:
+        argv = sys.argv
     if len(argv) not in (2, 3):
         sys.stderr.write(__doc__ or "")
         return 2

@@ -1,0 +1,1 @@
+../../../../adapters/sdk/python/agentsim_adapter.py

@@ -1,0 +1,1 @@
+../../../../adapters/sdk/python/record_expectations.py

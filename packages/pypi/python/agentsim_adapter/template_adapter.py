@@ -1,0 +1,1 @@
+../../../../adapters/sdk/python/template_adapter.py
