@@ -420,7 +420,7 @@ fn never_delivered(loaded: &LoadedScenario, outcome: &RunOutcome) -> Option<Scen
     };
     let op = undelivered.first()?;
     let index = op.0 as usize - 1;
-    let text = std::fs::read_to_string(&loaded.path).unwrap_or_default();
+    let text = crate::suite::source_text(&loaded.path).unwrap_or_default();
     let field = format!("operations[{index}].after");
     Some(ScenarioError {
         file: loaded.path.clone(),
