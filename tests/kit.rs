@@ -64,6 +64,8 @@ mod packaging;
 mod protocol;
 #[path = "kit/readme.rs"]
 mod readme;
+#[path = "kit/recorded.rs"]
+mod recorded;
 #[path = "kit/reduction.rs"]
 mod reduction;
 #[path = "kit/replay_fidelity.rs"]

@@ -13,6 +13,7 @@ mod findings;
 mod matrix;
 mod mutants;
 mod pool;
+mod recorded;
 mod report;
 mod run;
 mod scenarios;
@@ -21,6 +22,8 @@ mod signals;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+use crate::implementation::Implementation;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -93,6 +96,10 @@ enum Command {
         /// divergence from the reference with `--impl`) and an index.html to DIR.
         #[arg(long, value_name = "DIR")]
         html_dir: Option<PathBuf>,
+        /// Write one recording per case (its scenario, who ran it and its whole trace) as
+        /// DIR/<name>.json, for `replay --recorded` and `agentsim recordings`.
+        #[arg(long, value_name = "DIR")]
+        record: Option<PathBuf>,
         #[command(flatten)]
         judging: crate::run::Judging,
         /// With `--impl`: show the raw first divergence from the reference, timestamps and
@@ -141,9 +148,21 @@ enum Command {
         markdown: Option<PathBuf>,
     },
     /// Print one scenario's trace, with violations marked at their lines.
+    /// Replay every recording (`run --record`) on every implementation named by `--on`
+    /// (`reference`, or NAME=CMD for an adapter) and print which pairs agree.
+    Recordings {
+        #[arg(value_name = "FILE|DIR", required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long, value_name = "NAME=CMD|reference", value_parser = recorded::parse_on, required = true)]
+        on: Vec<recorded::On>,
+    },
     Replay {
         #[command(flatten)]
         run: crate::run::ReplayArgs,
+        /// FILE is a recording (`run --record`): re-feed its inputs to the implementation
+        /// (`--impl`, `--mutant`, or the reference) and report the first output that differs.
+        #[arg(long)]
+        recorded: bool,
         /// Print the trace as JSON instead of lines.
         #[arg(long)]
         json: bool,
@@ -238,6 +257,7 @@ pub fn main() -> ExitCode {
             step_timeout_ms,
             expect,
             html_dir,
+            record,
             jobs,
             check_determinism,
             judging,
@@ -252,6 +272,7 @@ pub fn main() -> ExitCode {
             step_timeout: Duration::from_millis(step_timeout_ms),
             expect,
             html_dir,
+            record,
             jobs: jobs.map_or_else(default_jobs, |jobs| jobs as usize),
             check_determinism,
             selection: judging.selection(),
@@ -259,7 +280,18 @@ pub fn main() -> ExitCode {
         }),
         Command::Serve { mutant, protocol } => run::serve(mutant, protocol),
         Command::Scenarios(command) => scenarios::run_scenarios(command),
-        Command::Replay { run, json, html } => replay(run, json, html.as_deref()),
+        Command::Recordings { paths, on } => recorded::matrix(&paths, &on),
+        Command::Replay {
+            run, recorded: true, ..
+        } => {
+            let implementation = match &run.implementation {
+                Some(command) => Implementation::adapter(command.clone(), Duration::from_millis(run.step_timeout_ms)),
+                None => Implementation::reference(),
+            }
+            .with_mutant(run.mutant);
+            recorded::replay_recorded(&run.file, &implementation)
+        }
+        Command::Replay { run, json, html, .. } => replay(run, json, html.as_deref()),
     };
     ExitCode::from(signals::finish(code))
 }

@@ -28,6 +28,8 @@ pub(super) struct RunArgs {
     pub step_timeout: Duration,
     pub expect: Option<PathBuf>,
     pub html_dir: Option<PathBuf>,
+    /// Where `--record` writes one recording per case.
+    pub record: Option<PathBuf>,
     /// Adapter processes run in parallel (`--impl` only).
     pub jobs: usize,
     /// Run every scenario in a fresh and in a reused adapter process and compare the traces.
@@ -154,6 +156,12 @@ pub(super) fn run(args: RunArgs) -> u8 {
     if let Some(dir) = &args.html_dir {
         if let Err(code) = super::report_pages(dir, crate::html::write_run_pages(dir, &corpus, &reports)) {
             return code;
+        }
+    }
+    if let Some(dir) = &args.record {
+        match super::recorded::write_recordings(dir, &corpus, &reports) {
+            Ok(count) => eprintln!("agentsim: {count} recordings written to {}", dir.display()),
+            Err(code) => return code,
         }
     }
     match &comparison {

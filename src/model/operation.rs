@@ -79,7 +79,7 @@ impl fmt::Display for OperationKind {
 }
 
 /// One call with its arguments.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum Operation {
     Prompt {

@@ -17,6 +17,7 @@
 
 pub mod freedoms;
 pub mod identity;
+pub mod record;
 
 use std::collections::BTreeMap;
 

@@ -77,7 +77,7 @@ impl Input {
 }
 
 /// How the world answered one effect.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Completion {
     /// A streamed text delta; the model request stays pending.
@@ -175,7 +175,7 @@ impl Completion {
 }
 
 /// The core tool's answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ToolOutcome {
     Ok {
@@ -192,7 +192,7 @@ pub enum ToolOutcome {
 
 /// An extension hook's answer. `Allow`, `Deny` and `RewriteArguments` answer a before hook;
 /// `Observe` and `RewriteResult` answer an after hook; `Threw` answers either.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum HookOutcome {
     Allow,
@@ -204,7 +204,7 @@ pub enum HookOutcome {
 }
 
 /// The answer of the store to an append, or of the output sink to a write.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StoreOutcome {
     Ok,
@@ -252,7 +252,7 @@ impl HookPhase {
 }
 
 /// What the model receives: the projection of the current path and the unpersisted suffix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
     pub system_prompt: Option<String>,
     pub messages: Vec<Message>,
@@ -324,7 +324,7 @@ impl Effect {
 }
 
 /// How an operation ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Settlement {
     Resolved(OpValue),
@@ -332,7 +332,7 @@ pub enum Settlement {
 }
 
 /// The value an operation resolves with.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OpValue {
     /// flush, dispose, steer, followUp, abort.
@@ -368,7 +368,7 @@ impl RunReason {
 
 /// `AgentRunResult`: the whole transcript after the run, how it ended and how many model
 /// requests it made.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub reason: RunReason,
     pub steps: u32,

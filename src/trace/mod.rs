@@ -6,7 +6,7 @@
 //! settlement. Checkers read the typed events; nothing here has a wall clock, an address or an
 //! unordered map, so the same run renders to the same bytes everywhere.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::{AssistantMessage, Message, Operation, SessionEntry, ToolCall, ToolResultMessage, ToolSpec};
 use crate::runtime::{
@@ -15,7 +15,7 @@ use crate::runtime::{
 };
 
 /// How the store answered an append.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AppendAnswer {
     Ok,
@@ -51,7 +51,7 @@ impl AppendAnswer {
 
 /// A change the networked world made (`net`): between the runtime host and the store or model
 /// host, or to the store host itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NetChange {
     Partition {
@@ -89,7 +89,7 @@ impl NetChange {
 }
 
 /// One observable event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// The subject was created from the session; `messages` is the restored transcript length.
@@ -251,7 +251,7 @@ impl Event {
 }
 
 /// A whole run's events, in order. Line numbers in renderings are 1-based indexes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Trace {
     pub events: Vec<Event>,
 }
