@@ -35,6 +35,8 @@
 //! - [`run`]: a run as one value (scenario, schedule, implementation, world, judging), its
 //!   replay command printed and parsed back, and the one `execute` every runner calls.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
+//! - [`import`]: a session file from the field as a scenario (`agentsim import`), and whether
+//!   the reference would have stored what the file holds.
 //! - [`implementation`]: what is under test (the reference, its variant or an adapter command,
 //!   each with or without a mutant), chosen once.
 //! - [`net`]: the networked world (turmoil) and the crash test's run.
@@ -65,6 +67,7 @@ pub mod explore;
 pub mod findings;
 pub mod html;
 pub mod implementation;
+pub mod import;
 pub mod limits;
 pub mod model;
 pub mod net;

@@ -10,6 +10,7 @@ mod coverage;
 mod crash_test;
 mod explore;
 mod findings;
+mod import;
 mod matrix;
 mod mutants;
 mod pool;
@@ -108,6 +109,7 @@ enum Command {
     /// Check a Pi session file (JSONL), read-only: lost header, orphans, cycles, tool calls
     /// without results, entries between a call and its result, a torn last line.
     CheckSession(check_session::CheckSessionArgs),
+    Import(import::ImportArgs),
     /// Serve the reference Runtime as an adapter on stdin/stdout (the protocol of docs/protocol.md).
     Serve {
         /// Serve a deliberately broken reference.
@@ -217,6 +219,7 @@ pub fn main() -> ExitCode {
         Command::Mutants(args) => mutants::run_mutants(args),
         Command::Bench(args) => bench::run_bench(args),
         Command::CheckSession(args) => check_session::run_check_session(args),
+        Command::Import(args) => import::run_import(args),
         Command::CrashTest(args) => crash_test::run_crash_test(args),
         Command::Dashboard {
             reports,
