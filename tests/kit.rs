@@ -51,6 +51,8 @@ mod hardening;
 mod hardening_third;
 #[path = "kit/html.rs"]
 mod html;
+#[path = "kit/import.rs"]
+mod import;
 #[path = "kit/interleaving.rs"]
 mod interleaving;
 #[path = "kit/messages.rs"]

@@ -8,9 +8,10 @@ use serde_json::Value;
 
 use crate::limits;
 use crate::model::{parse_iso_timestamp, SessionEntry, ToolCall};
-use crate::runtime::{ClockRule, IdRule};
+use crate::runtime::{Cause, ClockRule, IdRule};
 use crate::scenario::{
-    printable, After, Config, Expectations, ModelStep, OperationSpec, Scenario, ToolScript, ToolStep, VERSION,
+    printable, After, AppendFault, AppendFaultKind, Config, Expectations, FaultPlan, ModelStep, OperationSpec,
+    Scenario, ToolScript, ToolStep, VERSION,
 };
 
 use super::read::{chosen_path, FileEntry, SessionRead};
@@ -49,6 +50,7 @@ pub fn build_scenario(file: &Path, session: &SessionRead, point: &Point) -> Resu
         script.add(file, entry, previous, &mut notes)?;
     }
     let tools = script.tools(session, &mut notes);
+    let faults = ending_fault(replayed, &mut notes);
     let ids = id_rule(replayed, &restored, &mut notes);
     let clock = clock_rule(replayed, &mut notes);
     let leaf = replayed[0].parent_id().flatten().map(str::to_string);
@@ -79,7 +81,7 @@ pub fn build_scenario(file: &Path, session: &SessionRead, point: &Point) -> Resu
         observers: Vec::new(),
         tools,
         model: script.model,
-        faults: Default::default(),
+        faults,
         operations: script.operations,
         expect: Expectations::default(),
         net: None,
@@ -547,12 +549,68 @@ fn gcd(left: u64, right: u64) -> u64 {
     }
 }
 
-/// The scenario as a file: pretty JSON without the sections an import never fills.
+/// A file whose path ends in the middle of a run (at a user message, a tool result, or an
+/// assistant message that called tools) stopped being written there: a crash, or a store that
+/// failed. The scenario plans the store's failure at the next append (`reject`), so that the
+/// reference stores no more than the file either; a path that ends with a run's last answer
+/// plans nothing, and an entry the reference stores beyond it is a difference.
+fn ending_fault(replayed: &[&FileEntry], notes: &mut Vec<ImportNote>) -> FaultPlan {
+    let last = replayed[replayed.len() - 1];
+    let stop_reason = last.value["message"].get("stopReason").and_then(Value::as_str);
+    let mid_run = match last.role() {
+        Some("user") | Some("toolResult") => true,
+        Some("assistant") => stop_reason == Some("toolUse"),
+        _ => false,
+    };
+    if !mid_run {
+        return FaultPlan::default();
+    }
+    let at = replayed.len() as u32 + 1;
+    notes.push(ImportNote {
+        line: last.line,
+        field: "-".into(),
+        message: format!(
+            "the path ends here, in the middle of a run: the scenario's store rejects append {at}, the first beyond the file"
+        ),
+    });
+    FaultPlan {
+        appends: vec![AppendFault {
+            at,
+            fault: AppendFaultKind::Reject,
+            error: Some(Cause::new(
+                "import.file_ends",
+                "the session file ends here, in the middle of a run",
+            )),
+            until: None,
+        }],
+        writes: Vec::new(),
+    }
+}
+
+/// The scenario as a file: pretty JSON without the sections an import leaves empty.
 fn scenario_text(scenario: &Scenario) -> String {
     let mut value = serde_json::to_value(scenario).expect("a scenario serializes");
     if let Value::Object(object) = &mut value {
-        for key in ["resources", "extensions", "faults", "expect", "net"] {
+        // An import never fills these; `faults` only for a file that ends mid-run.
+        for key in ["resources", "extensions", "expect", "net"] {
             object.shift_remove(key);
+        }
+        if scenario.faults == FaultPlan::default() {
+            object.shift_remove("faults");
+        }
+        // A scripted answer's unset fields, as a hand-written scenario leaves them out.
+        if let Some(Value::Array(steps)) = object.get_mut("model") {
+            for step in steps.iter_mut().filter_map(Value::as_object_mut) {
+                step.retain(|key, value| !(value.is_null() || (key == "ignoresAbort" && value == &Value::Bool(false))));
+            }
+        }
+        if let Some(Value::Array(operations)) = object.get_mut("operations") {
+            for operation in operations.iter_mut().filter_map(Value::as_object_mut) {
+                operation.retain(|_, value| !value.is_null());
+            }
+        }
+        if let Some(Value::Object(config)) = object.get_mut("config") {
+            config.retain(|key, value| !(key == "systemPrompt" && value.is_null()));
         }
     }
     let mut text = serde_json::to_string_pretty(&value).expect("a value serializes");

@@ -1,0 +1,221 @@
+//! `agentsim import`: the round trip over the corpus (every scenario run in the networked world
+//! writes a real session file with the file store; importing it gives a scenario whose reference
+//! run stores the same entries, ids and times by order), the damaged-session fixtures imported
+//! to the scenarios and verdicts tests/fixtures/imported holds, and bad input located.
+
+use std::path::Path;
+use std::time::Instant;
+
+use agentsim::implementation::Implementation;
+use agentsim::import::{check_imported, import_session, Point};
+use agentsim::model::{iso_timestamp, SessionHeader};
+use agentsim::net::{run_net, NetOptions};
+use agentsim::sim::FinalStore;
+use agentsim::store::{FileStore, RealDisk, SyncPolicy};
+use agentsim::suite;
+
+use crate::binary::{root, scratch};
+
+/// Runs `scenario` in the networked world (seed 0, its own faults only) and writes what the
+/// store host's file holds at the end to a real session file with the file store: the header
+/// the store host writes, then every entry read back from its disk.
+fn session_file_of(scenario: &agentsim::scenario::Scenario, options: &NetOptions, path: &Path) -> usize {
+    let mut subject = Implementation::reference().subject();
+    let run = run_net(scenario, options, &mut subject).expect("the networked world runs");
+    let FinalStore::Read(entries) = run.outcome.store else {
+        panic!("the networked world reads its store back from its disk")
+    };
+    let header = SessionHeader {
+        kind: "session".into(),
+        version: 3,
+        id: "00000000-0000-4000-8000-000000000000".into(),
+        timestamp: iso_timestamp(scenario.config.clock.start_ms),
+        cwd: "/work".into(),
+        extra: Default::default(),
+    };
+    let mut store = FileStore::create(RealDisk, path, &header, SyncPolicy::None).expect("a new file");
+    for entry in &entries {
+        store.append(entry).expect("appends");
+    }
+    entries.len()
+}
+
+/// What importing a file the reference wrote came to.
+#[derive(Debug, Default)]
+struct RoundTrips {
+    /// The reference's run of the import stores what the file holds.
+    agreed: usize,
+    /// Entries compared in those.
+    compared: usize,
+    /// Files holding only the scenario's given session (nothing was appended), each with what
+    /// its import said: a located error, or the reference refusing the session it restores.
+    given_only: Vec<String>,
+    failures: Vec<String>,
+    scenarios: usize,
+}
+
+/// Imports every file of the corpus run in the networked world under `options`.
+fn round_trips(options: &NetOptions, folder: &Path) -> RoundTrips {
+    let corpus = suite::load_corpus(&[root().join("scenarios")]).expect("the corpus loads");
+    let mut trips = RoundTrips {
+        scenarios: corpus.len(),
+        ..RoundTrips::default()
+    };
+    for loaded in &corpus {
+        let file = folder.join(format!("{}-{}.jsonl", loaded.name.replace('/', "--"), options.seed));
+        let stored = session_file_of(&loaded.scenario, options, &file);
+        let appended = stored.saturating_sub(loaded.scenario.session.len());
+        let imported = import_session(&file, &Point::default());
+        let check = imported
+            .as_ref()
+            .map(|imported| check_imported(imported).expect("the reference runs it"));
+        match (appended, &imported, check) {
+            (_, Ok(_), Ok(check)) if check.agrees() => {
+                trips.agreed += 1;
+                trips.compared += check.file_entries;
+            }
+            // Nothing appended: the file is the scenario's given session, damaged on purpose
+            // for some restore scenarios; there is nothing the reference stored to agree with.
+            (0, Err(error), _) => trips.given_only.push(format!("{}: {}", loaded.name, error.code())),
+            (0, Ok(_), Ok(check)) if check.restore_failed.is_some() => trips
+                .given_only
+                .push(format!("{}: the reference refuses the restored session", loaded.name)),
+            (_, Err(error), _) => trips.failures.push(format!("{}: {error}", loaded.name)),
+            (_, Ok(_), Ok(check)) => trips.failures.push(format!("{}: {:?}", loaded.name, check.agreement)),
+            (_, Ok(_), Err(error)) => trips.failures.push(format!("{}: {error}", loaded.name)),
+        }
+    }
+    trips
+}
+
+#[test]
+fn import_round_trip_holds_over_the_corpus() {
+    let started = Instant::now();
+    let folder = scratch("import", "round-trip");
+    let trips = round_trips(&NetOptions::default(), &folder);
+    let _ = std::fs::remove_dir_all(&folder);
+    eprintln!(
+        "round trip: {} files agree ({} entries compared), {} hold only the given session, in {:.1} s",
+        trips.agreed,
+        trips.compared,
+        trips.given_only.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        trips.failures.is_empty(),
+        "{} round trips differ:\n{}",
+        trips.failures.len(),
+        trips.failures.join("\n")
+    );
+    // Every scenario is accounted for: it appended and agrees, or it appended nothing.
+    assert_eq!(trips.agreed + trips.given_only.len(), trips.scenarios);
+    assert!(
+        trips.agreed > trips.given_only.len(),
+        "mostly vacuous: {:?}",
+        trips.given_only
+    );
+}
+
+#[test]
+fn import_round_trip_holds_under_seeded_network_faults() {
+    let started = Instant::now();
+    let folder = scratch("import", "round-trip-seeded");
+    let mut failures = Vec::new();
+    let (mut agreed, mut given_only) = (0, 0);
+    for seed in 1..=3 {
+        let options = NetOptions {
+            seed,
+            seeded_faults: true,
+            ..NetOptions::default()
+        };
+        let trips = round_trips(&options, &folder);
+        agreed += trips.agreed;
+        given_only += trips.given_only.len();
+        failures.extend(
+            trips
+                .failures
+                .into_iter()
+                .map(|failure| format!("seed {seed}: {failure}")),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&folder);
+    eprintln!(
+        "round trip under seeded faults (seeds 1 to 3): {agreed} files agree, {given_only} hold only the given session, {} differ, in {:.1} s",
+        failures.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} round trips differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(agreed > given_only, "mostly vacuous");
+}
+
+/// The walk-through's networked file, its lines changed by `change`, imported and checked.
+fn check_changed(name: &str, change: impl FnOnce(&mut Vec<serde_json::Value>)) -> agentsim::import::CheckReport {
+    let corpus = suite::load_corpus(&[root().join("scenarios/wiring/walkthrough.json")]).expect("loads");
+    let folder = scratch("import", name);
+    let file = folder.join("walkthrough.jsonl");
+    session_file_of(&corpus[0].scenario, &NetOptions::default(), &file);
+    let text = std::fs::read_to_string(&file).expect("written");
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect();
+    change(&mut lines);
+    let changed: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(&file, changed).expect("writes");
+    let imported = import_session(&file, &Point::default()).expect("imports");
+    let check = check_imported(&imported).expect("runs");
+    let _ = std::fs::remove_dir_all(&folder);
+    check
+}
+
+#[test]
+fn import_check_names_the_first_entry_the_reference_would_not_store() {
+    use agentsim::import::Agreement;
+    // As written, the reference stores what the file holds.
+    let unchanged = check_changed("unchanged", |_| {});
+    assert!(unchanged.agrees(), "{unchanged:?}");
+    // The networked runtime reads the clock and draws ids as the in-process one does.
+    assert!(
+        unchanged.ids_as_recorded && unchanged.times_as_recorded,
+        "{unchanged:?}"
+    );
+    // A tool result lost (the next entry hung on the call): the reference stores a result for
+    // every call before the model's next answer.
+    let mut lost_line = 0;
+    let check = check_changed("result-lost", |lines| {
+        let at = lines
+            .iter()
+            .rposition(|line| line["message"]["role"] == "toolResult")
+            .expect("the walk-through calls a tool");
+        let call = lines[at]["parentId"].clone();
+        lines.remove(at);
+        lines[at]["parentId"] = call;
+        lost_line = at + 1;
+    });
+    let Agreement::Differs(difference) = &check.agreement else {
+        panic!("a lost tool result agrees: {check:?}")
+    };
+    assert_eq!(difference.line, Some(lost_line), "{difference:?}");
+    assert_eq!(difference.field, "message.role", "{difference:?}");
+    // The run's last answer stored twice (a new id, hung on the first): the reference ends
+    // the run at the first and stores nothing more.
+    let check = check_changed("stored-twice", |lines| {
+        let mut again = lines[lines.len() - 1].clone();
+        again["parentId"] = again["id"].clone();
+        again["id"] = "again".into();
+        lines.push(again);
+    });
+    let Agreement::Differs(difference) = &check.agreement else {
+        panic!("an entry written again agrees: {check:?}")
+    };
+    assert_eq!(
+        (difference.reference.as_str(), difference.field.as_str()),
+        ("nothing", "-"),
+        "{difference:?}"
+    );
+}
