@@ -17,7 +17,9 @@
 //! `fields` shows every wire field judged by a rule or listed with the reason it is not;
 //! `reduction` shows the reduced exhaustive enumeration reaches every verdict the plain one does;
 //! `readme` runs every `agentsim` command of README.md and checks the exit code it gives;
-//! `search` runs every strategy of `explore` over the protocol as in process.
+//! `search` runs every strategy of `explore` over the protocol as in process; `import` holds
+//! `agentsim import`'s round trip over the corpus and its located errors; `track_record` runs
+//! every command of docs/track-record.md.
 
 #[path = "kit/api.rs"]
 mod api;
@@ -75,5 +77,7 @@ mod search;
 mod session_file;
 #[path = "kit/tidy.rs"]
 mod tidy;
+#[path = "kit/track_record.rs"]
+mod track_record;
 #[path = "kit/zoo.rs"]
 mod zoo;

@@ -152,10 +152,16 @@ fn replay_start(file: &Path, path: &[&FileEntry], from: Option<&str>) -> Result<
                 "type"
             },
             "import.from_not_user",
-            format!(
-                "the replay starts at a user message (it becomes the first prompt); this is a `{}`",
-                start.role().unwrap_or(start.kind())
-            ),
+            match start.role() {
+                Some(role) => format!(
+                    "the replay starts at a user message (it becomes the first prompt); this entry's role is `{}`",
+                    printable(role)
+                ),
+                None => format!(
+                    "the replay starts at a user message (it becomes the first prompt); this entry's type is `{}`",
+                    printable(start.kind())
+                ),
+            },
         ));
     }
     Ok(position)

@@ -219,3 +219,51 @@ fn import_check_names_the_first_entry_the_reference_would_not_store() {
         "{difference:?}"
     );
 }
+
+/// What cannot be imported is bad input (exit 2) at its file, line and field, with its code.
+#[test]
+fn import_bad_input_is_located() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["clean.jsonl", "--leaf", "nope"],
+            "tests/fixtures/sessions/clean.jsonl: import.unknown_leaf: --leaf: no entry of the file has id `nope`",
+        ),
+        (
+            &["clean.jsonl", "--from", "b2c3d4e5"],
+            "tests/fixtures/sessions/clean.jsonl:3: import.from_not_user: message.role: ",
+        ),
+        (
+            &["clean.jsonl", "--from", "e5f6a7b8"],
+            "tests/fixtures/sessions/clean.jsonl: import.from_not_on_path: --from: ",
+        ),
+        (
+            &["tree-damage.jsonl", "--leaf", "a7b8c9d0"],
+            "tests/fixtures/sessions/tree-damage.jsonl:10: import.cycle: parentId: ",
+        ),
+        (
+            &["broken-line.jsonl"],
+            "tests/fixtures/sessions/broken-line.jsonl:3: session.not_jsonl: -: not JSON at column",
+        ),
+        (
+            &["not-pi.jsonl"],
+            "tests/fixtures/sessions/not-pi.jsonl:1: session.not_pi: -: ",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut command = vec!["import".to_string(), format!("tests/fixtures/sessions/{}", args[0])];
+        command.extend(args[1..].iter().map(|arg| arg.to_string()));
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        let outcome = crate::binary::agentsim(&command, &[]);
+        assert_eq!(outcome.code, 2, "{command:?}: {}{}", outcome.stdout, outcome.stderr);
+        assert!(
+            outcome.stdout.is_empty(),
+            "{command:?} wrote a scenario: {}",
+            outcome.stdout
+        );
+        assert!(
+            outcome.stderr.starts_with(&format!("agentsim: {expected}")),
+            "{command:?}: {}",
+            outcome.stderr
+        );
+    }
+}
