@@ -109,6 +109,7 @@ enum Command {
     /// Check a Pi session file (JSONL), read-only: lost header, orphans, cycles, tool calls
     /// without results, entries between a call and its result, a torn last line.
     CheckSession(check_session::CheckSessionArgs),
+    /// Turn a Pi session file into a scenario; with --check, compare what the reference stores.
     Import(import::ImportArgs),
     /// Serve the reference Runtime as an adapter on stdin/stdout (the protocol of docs/protocol.md).
     Serve {
