@@ -267,3 +267,81 @@ fn import_bad_input_is_located() {
         );
     }
 }
+
+/// The session files real Pi writes for the corpus (every line its SessionManager appends, as
+/// the kit's store received it, after the header), imported from their path's first user message
+/// and checked on the reference; the one Pi writes for `poison/disk-error-on-entry-2` is the
+/// fixture `pi-0.73.1-failed-append-orphans.jsonl`. Left out when Pi is not installed (`npm ci`
+/// in adapters/pi).
+#[test]
+fn import_session_files_real_pi_writes() {
+    use agentsim::sim::{simulate, Scripted};
+    if !root().join("adapters/pi/node_modules").exists() {
+        eprintln!("left out: adapters/pi/node_modules is not installed");
+        return;
+    }
+    let started = Instant::now();
+    let corpus = suite::load_corpus(&[root().join("scenarios")]).expect("the corpus loads");
+    let pi = Implementation::adapter("node adapters/pi/adapter.mjs", std::time::Duration::from_secs(10));
+    let folder = scratch("import", "real-pi");
+    let (mut same, mut not_run, mut errors) = (Vec::new(), 0, std::collections::BTreeMap::new());
+    let mut differs = Vec::new();
+    for loaded in &corpus {
+        let mut subject = pi.subject();
+        let Ok(outcome) = simulate(&loaded.scenario, subject.as_mut(), &mut Scripted) else {
+            not_run += 1;
+            continue;
+        };
+        let file = folder.join(format!("{}.jsonl", loaded.name.replace('/', "--")));
+        let header = SessionHeader {
+            kind: "session".into(),
+            version: 3,
+            id: "00000000-0000-4000-8000-000000000000".into(),
+            timestamp: iso_timestamp(loaded.scenario.config.clock.start_ms),
+            cwd: "/work".into(),
+            extra: Default::default(),
+        };
+        let mut store = FileStore::create(RealDisk, &file, &header, SyncPolicy::None).expect("a new file");
+        for entry in outcome.stored(&loaded.scenario) {
+            store.append(entry).expect("appends");
+        }
+        if loaded.name == "poison/disk-error-on-entry-2" {
+            let fixture = root().join("tests/fixtures/sessions/pi-0.73.1-failed-append-orphans.jsonl");
+            assert_eq!(
+                std::fs::read_to_string(&file).expect("written"),
+                std::fs::read_to_string(&fixture).expect("the fixture"),
+                "{} is no longer what Pi writes for {}",
+                fixture.display(),
+                loaded.name
+            );
+        }
+        // The whole path replayed: from its first user message (the restored part's, if any).
+        let whole = import_session(&file, &Point::default()).ok().and_then(|imported| {
+            let first_user = imported.scenario.session.iter().find(|entry| {
+                entry.as_message().is_some_and(|message| message.role() == "user")
+            })?;
+            Some(first_user.id.clone())
+        });
+        let point = Point {
+            leaf: None,
+            from: whole,
+        };
+        match import_session(&file, &point).map(|imported| check_imported(&imported)) {
+            Ok(Ok(check)) if check.agrees() => same.push(loaded.name.clone()),
+            Ok(Ok(check)) => differs.push((loaded.name.clone(), check)),
+            Ok(Err(error)) | Err(error) => *errors.entry(error.code()).or_insert(0) += 1,
+        }
+    }
+    let _ = std::fs::remove_dir_all(&folder);
+    eprintln!(
+        "real Pi's files: {} the reference would store as they are, {} differ, {:?} not imported, {not_run} not run, in {:.1} s",
+        same.len(),
+        differs.len(),
+        errors,
+        started.elapsed().as_secs_f64()
+    );
+    for (name, check) in &differs {
+        eprintln!("  {name}: {:?}", check.agreement);
+    }
+    assert!(!same.is_empty() && !differs.is_empty());
+}
