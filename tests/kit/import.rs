@@ -317,9 +317,11 @@ fn import_session_files_real_pi_writes() {
         }
         // The whole path replayed: from its first user message (the restored part's, if any).
         let whole = import_session(&file, &Point::default()).ok().and_then(|imported| {
-            let first_user = imported.scenario.session.iter().find(|entry| {
-                entry.as_message().is_some_and(|message| message.role() == "user")
-            })?;
+            let first_user = imported
+                .scenario
+                .session
+                .iter()
+                .find(|entry| entry.as_message().is_some_and(|message| message.role() == "user"))?;
             Some(first_user.id.clone())
         });
         let point = Point {
@@ -344,4 +346,62 @@ fn import_session_files_real_pi_writes() {
         eprintln!("  {name}: {:?}", check.agreement);
     }
     assert!(!same.is_empty() && !differs.is_empty());
+}
+
+/// Hostile session files end in a scenario and a verdict or a located error, never a panic:
+/// every line of every fixture dropped, doubled, re-parented, made a root, and retyped.
+#[test]
+fn import_of_damaged_files_ends_in_a_verdict_or_a_located_error() {
+    let folder = scratch("import", "damaged");
+    let fixtures = std::fs::read_dir(root().join("tests/fixtures/sessions")).expect("the fixtures");
+    let (mut verdicts, mut errors) = (0, 0);
+    for fixture in fixtures {
+        let path = fixture.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        for at in 0..lines.len() {
+            let parsed: Option<serde_json::Value> = serde_json::from_str(lines[at]).ok();
+            let mut variants: Vec<Vec<String>> = Vec::new();
+            let with = |replacement: Vec<String>| {
+                let mut changed: Vec<String> = lines.iter().map(|line| line.to_string()).collect();
+                changed.splice(at..=at, replacement);
+                changed
+            };
+            variants.push(with(Vec::new()));
+            variants.push(with(vec![lines[at].to_string(), lines[at].to_string()]));
+            if let Some(value) = parsed.filter(serde_json::Value::is_object) {
+                for (key, replacement) in [
+                    ("parentId", serde_json::json!("nowhere")),
+                    ("parentId", serde_json::Value::Null),
+                    ("parentId", serde_json::json!(7)),
+                    ("type", serde_json::json!("message")),
+                    ("message", serde_json::json!({"role": "user"})),
+                    (
+                        "message",
+                        serde_json::json!({"role": "assistant", "content": [{"type": "x"}]}),
+                    ),
+                ] {
+                    let mut changed = value.clone();
+                    changed[key] = replacement;
+                    variants.push(with(vec![changed.to_string()]));
+                }
+            }
+            for (index, variant) in variants.iter().enumerate() {
+                let file = folder.join(format!("{at}-{index}.jsonl"));
+                std::fs::write(&file, variant.join("\n") + "\n").expect("writes");
+                match import_session(&file, &Point::default()) {
+                    Ok(imported) => {
+                        check_imported(&imported).expect("the reference runs an imported scenario");
+                        verdicts += 1;
+                    }
+                    Err(error) => {
+                        assert!(error.render().starts_with(&file.display().to_string()), "{error}");
+                        errors += 1;
+                    }
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&folder);
+    assert!(verdicts > 0 && errors > 0, "{verdicts} verdicts, {errors} errors");
 }
