@@ -24,6 +24,13 @@ pub const IMPORTED_RULES: &[&str] = &["PERSIST-1", "PERSIST-2"];
 pub fn build_scenario(file: &Path, session: &SessionRead, point: &Point) -> Result<Imported, ImportError> {
     let chosen = chosen_path(file, session, point.leaf.as_deref())?;
     let mut notes = chosen.notes;
+    if let Some(line) = session.aelix_form_line {
+        notes.push(ImportNote {
+            line,
+            field: "message".into(),
+            message: "messages in aelix's own form (snake_case, times in seconds): read as pi-ai's, as the kit's aelix adapter reads them".into(),
+        });
+    }
     let path: Vec<&FileEntry> = chosen.indices.iter().map(|index| &session.entries[*index]).collect();
     let from = replay_start(file, &path, point.from.as_deref())?;
     let (before, replayed) = path.split_at(from);

@@ -1,6 +1,8 @@
 //! `agentsim import`: a session file from the field becomes a scenario the kit can run, and the
 //! reference's run of it says whether the reference would have stored what the file holds.
 //!
+//! - `aelix`: aelix's session file where it differs from Pi's (its messages in its own form, a
+//!   `leaf` entry that chooses the branch), read as Pi's.
 //! - [`read`]: the file read with line numbers (`store::parse_session_from`), judged
 //!   (`store::check_session`), and the chosen path: a leaf (default: the file's last entry), its
 //!   parent chain, and the point where the replay starts (default: the last user message on the
@@ -36,6 +38,7 @@
 //! file and the flags (no clock, no hash-map order); bad input is an [`ImportError`] naming the
 //! file, the line and the field, never a panic.
 
+mod aelix;
 pub mod build;
 pub mod compare;
 pub mod read;

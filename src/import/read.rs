@@ -55,6 +55,8 @@ pub struct SessionRead {
     /// Every record but the header, in file order (a torn last line is not one).
     pub entries: Vec<FileEntry>,
     pub damage: Vec<SessionFinding>,
+    /// The first line of a message written in aelix's own form (read as pi-ai's), if any.
+    pub aelix_form_line: Option<usize>,
 }
 
 /// Reads a session file as `check-session` does: bad input when it is not a session file at
@@ -94,11 +96,15 @@ pub fn read_session_file(file: &Path) -> Result<SessionRead, ImportError> {
         .and_then(|header| header.value.get("timestamp"))
         .and_then(Value::as_str)
         .map(str::to_string);
+    let mut aelix_form_line = None;
     let entries = parsed
         .records
         .into_iter()
         .filter(|record| record.kind() != Some("session"))
-        .map(|record| {
+        .map(|mut record| {
+            if super::aelix::pi_form(&mut record.value) {
+                aelix_form_line.get_or_insert(record.line);
+            }
             let entry = match &record.value {
                 Value::Object(object) => SessionEntry::from_object(object.clone()),
                 _ => Err("not a JSON object".to_string()),
@@ -114,6 +120,7 @@ pub fn read_session_file(file: &Path) -> Result<SessionRead, ImportError> {
         header_timestamp,
         entries,
         damage,
+        aelix_form_line,
     })
 }
 
@@ -144,19 +151,39 @@ pub(super) fn chosen_path(file: &Path, session: &SessionRead, leaf: Option<&str>
                 format!("no entry of the file has id `{}`", printable(leaf)),
             )
         })?,
-        None => session
-            .entries
-            .iter()
-            .rposition(|entry| entry.id().is_some())
-            .ok_or_else(|| {
+        // The file's own leaf: its last entry, or what an aelix `leaf` entry names.
+        None => match super::aelix::leaf_after(&session.entries) {
+            Some(Some(leaf)) => *last_by_id.get(leaf).ok_or_else(|| {
                 ImportError::new(
+                    file,
+                    None,
+                    "targetId",
+                    "import.unknown_leaf",
+                    format!(
+                        "the file's last `leaf` entry names `{}`, which no entry has",
+                        printable(leaf)
+                    ),
+                )
+            })?,
+            Some(None) => {
+                return Err(ImportError::new(
+                    file,
+                    None,
+                    "targetId",
+                    "import.null_leaf",
+                    "the file's last `leaf` entry names no leaf: there is no path to replay (give --leaf)",
+                ))
+            }
+            None => {
+                return Err(ImportError::new(
                     file,
                     None,
                     "-",
                     "import.no_entries",
                     "the file holds no entry with an id: there is no path to replay",
-                )
-            })?,
+                ))
+            }
+        },
     };
     let mut notes = Vec::new();
     let mut indices = vec![start];

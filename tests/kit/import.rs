@@ -405,3 +405,26 @@ fn import_of_damaged_files_ends_in_a_verdict_or_a_located_error() {
     let _ = std::fs::remove_dir_all(&folder);
     assert!(verdicts > 0 && errors > 0, "{verdicts} verdicts, {errors} errors");
 }
+
+/// aelix's file (written by its own storage): its messages read as Pi's, and its leaf, when the
+/// file ends with a `leaf` entry, the entry that entry names, as aelix reads the file.
+#[test]
+fn import_reads_aelix_files_and_their_leaf_entries() {
+    let fixture = root().join("tests/fixtures/sessions/aelix-0.1.0b2-branch.jsonl");
+    let imported = import_session(&fixture, &Point::default()).expect("imports");
+    assert!(check_imported(&imported).expect("runs").agrees());
+    let text = std::fs::read_to_string(&fixture).expect("the fixture");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|line| line.contains("\"type\": \"leaf\""))
+        .expect("a leaf entry");
+    let target = serde_json::from_str::<serde_json::Value>(lines[at]).expect("JSON")["targetId"].clone();
+    let folder = scratch("import", "aelix-leaf");
+    let file = folder.join("ends-with-leaf.jsonl");
+    std::fs::write(&file, lines[..=at].join("\n") + "\n").expect("writes");
+    let imported = import_session(&file, &Point::default()).expect("imports");
+    let _ = std::fs::remove_dir_all(&folder);
+    assert_eq!(imported.replayed.last().and_then(|entry| entry.id()), target.as_str());
+    assert!(check_imported(&imported).expect("runs").agrees());
+}

@@ -115,6 +115,9 @@ fn track_record_imported_scenarios_are_what_import_writes() {
     let mut seen = 0;
     for entry in std::fs::read_dir(&folder).expect("tests/fixtures/imported") {
         let path = entry.expect("an entry").path();
+        if path.extension().is_none_or(|extension| extension != "json") {
+            continue;
+        }
         let name = path.file_stem().expect("a name").to_string_lossy().into_owned();
         let session = format!("tests/fixtures/sessions/{name}.jsonl");
         let outcome = agentsim(&["import", &session], &[]);
