@@ -176,6 +176,17 @@ fn replay_start(file: &Path, path: &[&FileEntry], from: Option<&str>) -> Result<
 
 /// An entry of the path before the replay, as the scenario's session holds it.
 fn restorable(file: &Path, entry: &FileEntry, notes: &mut Vec<ImportNote>) -> Result<SessionEntry, ImportError> {
+    if let Some(custom) = as_custom(entry) {
+        notes.push(ImportNote {
+            line: entry.line,
+            field: "type".into(),
+            message: format!(
+                "a `{}` entry, a type the kit does not model (oh-my-pi and aelix add some): restored as a `custom` entry holding it, metadata the runtime leaves out of the context as it would an unknown type",
+                printable(entry.kind())
+            ),
+        });
+        return Ok(custom);
+    }
     let restored = entry.entry.clone().map_err(|problem| {
         let field = problem
             .strip_prefix("field `")
@@ -198,6 +209,28 @@ fn restorable(file: &Path, entry: &FileEntry, notes: &mut Vec<ImportNote>) -> Re
         });
     }
     Ok(restored)
+}
+
+/// An entry of a type the kit does not model (Pi's later types, oh-my-pi's `session_init` or
+/// `model_usage`, aelix's `leaf`) with Pi's identity fields, as a `custom` entry that keeps it
+/// whole: `customType` its type, `data` the entry.
+fn as_custom(entry: &FileEntry) -> Option<SessionEntry> {
+    let unknown_type = entry
+        .entry
+        .as_ref()
+        .err()
+        .is_some_and(|problem| problem.starts_with("field `type`: unknown entry type"));
+    if !unknown_type {
+        return None;
+    }
+    let mut object = serde_json::Map::new();
+    object.insert("type".into(), Value::String("custom".into()));
+    object.insert("customType".into(), Value::String(entry.kind().to_string()));
+    object.insert("data".into(), entry.value.clone());
+    for key in ["id", "parentId", "timestamp"] {
+        object.insert(key.into(), entry.value.get(key)?.clone());
+    }
+    SessionEntry::from_object(object).ok()
 }
 
 /// The path of the first key of `raw` that `written` lacks, at any depth.

@@ -268,84 +268,98 @@ fn import_bad_input_is_located() {
     }
 }
 
-/// The session files real Pi writes for the corpus (every line its SessionManager appends, as
-/// the kit's store received it, after the header), imported from their path's first user message
-/// and checked on the reference; the one Pi writes for `poison/disk-error-on-entry-2` is the
-/// fixture `pi-0.73.1-failed-append-orphans.jsonl`. Left out when Pi is not installed (`npm ci`
-/// in adapters/pi).
+/// The session files the real implementations write for the corpus (every entry the kit's store
+/// took from them, after the kit's header), imported from their path's first user message and
+/// checked on the reference; the file Pi writes for `poison/disk-error-on-entry-2` is the fixture
+/// `pi-0.73.1-failed-append-orphans.jsonl`. An implementation not installed is left out.
 #[test]
-fn import_session_files_real_pi_writes() {
+fn import_session_files_the_real_implementations_write() {
     use agentsim::sim::{simulate, Scripted};
-    if !root().join("adapters/pi/node_modules").exists() {
-        eprintln!("left out: adapters/pi/node_modules is not installed");
-        return;
-    }
-    let started = Instant::now();
+    let implementations = [
+        ("Pi", "node adapters/pi/adapter.mjs", "adapters/pi/node_modules"),
+        ("oh-my-pi", "adapters/oh-my-pi/run", "adapters/oh-my-pi/node_modules"),
+        ("aelix", "python3 adapters/aelix/adapter.py", "adapters/aelix/.venv"),
+    ];
     let corpus = suite::load_corpus(&[root().join("scenarios")]).expect("the corpus loads");
-    let pi = Implementation::adapter("node adapters/pi/adapter.mjs", std::time::Duration::from_secs(10));
-    let folder = scratch("import", "real-pi");
-    let (mut same, mut not_run, mut errors) = (Vec::new(), 0, std::collections::BTreeMap::new());
-    let mut differs = Vec::new();
-    for loaded in &corpus {
-        let mut subject = pi.subject();
-        let Ok(outcome) = simulate(&loaded.scenario, subject.as_mut(), &mut Scripted) else {
-            not_run += 1;
+    for (name, command, install) in implementations {
+        if !root().join(install).exists() {
+            eprintln!("{name}: left out: {install} is not installed");
             continue;
-        };
-        let file = folder.join(format!("{}.jsonl", loaded.name.replace('/', "--")));
-        let header = SessionHeader {
-            kind: "session".into(),
-            version: 3,
-            id: "00000000-0000-4000-8000-000000000000".into(),
-            timestamp: iso_timestamp(loaded.scenario.config.clock.start_ms),
-            cwd: "/work".into(),
-            extra: Default::default(),
-        };
-        let mut store = FileStore::create(RealDisk, &file, &header, SyncPolicy::None).expect("a new file");
-        for entry in outcome.stored(&loaded.scenario) {
-            store.append(entry).expect("appends");
         }
-        if loaded.name == "poison/disk-error-on-entry-2" {
-            let fixture = root().join("tests/fixtures/sessions/pi-0.73.1-failed-append-orphans.jsonl");
-            assert_eq!(
-                std::fs::read_to_string(&file).expect("written"),
-                std::fs::read_to_string(&fixture).expect("the fixture"),
-                "{} is no longer what Pi writes for {}",
-                fixture.display(),
-                loaded.name
-            );
+        let started = Instant::now();
+        let implementation = Implementation::adapter(command, std::time::Duration::from_secs(10));
+        let folder = scratch("import", &format!("real-{name}"));
+        let (mut same, mut not_run, mut errors) = (0, 0, std::collections::BTreeMap::new());
+        let mut differs: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+        let mut example: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+        for loaded in &corpus {
+            let mut subject = implementation.subject();
+            let Ok(outcome) = simulate(&loaded.scenario, subject.as_mut(), &mut Scripted) else {
+                not_run += 1;
+                continue;
+            };
+            let file = folder.join(format!("{}.jsonl", loaded.name.replace('/', "--")));
+            let header = SessionHeader {
+                kind: "session".into(),
+                version: 3,
+                id: "00000000-0000-4000-8000-000000000000".into(),
+                timestamp: iso_timestamp(loaded.scenario.config.clock.start_ms),
+                cwd: "/work".into(),
+                extra: Default::default(),
+            };
+            let mut store = FileStore::create(RealDisk, &file, &header, SyncPolicy::None).expect("a new file");
+            for entry in outcome.stored(&loaded.scenario) {
+                store.append(entry).expect("appends");
+            }
+            if name == "Pi" && loaded.name == "poison/disk-error-on-entry-2" {
+                let fixture = root().join("tests/fixtures/sessions/pi-0.73.1-failed-append-orphans.jsonl");
+                assert_eq!(
+                    std::fs::read_to_string(&file).expect("written"),
+                    std::fs::read_to_string(&fixture).expect("the fixture"),
+                    "{} is no longer what Pi writes for {}",
+                    fixture.display(),
+                    loaded.name
+                );
+            }
+            // The whole path replayed: from its first user message (the restored part's, if any).
+            let whole = import_session(&file, &Point::default()).ok().and_then(|imported| {
+                let first_user = imported
+                    .scenario
+                    .session
+                    .iter()
+                    .find(|entry| entry.as_message().is_some_and(|message| message.role() == "user"))?;
+                Some(first_user.id.clone())
+            });
+            let point = Point {
+                leaf: None,
+                from: whole,
+            };
+            match import_session(&file, &point).map(|imported| check_imported(&imported)) {
+                Ok(Ok(check)) if check.agrees() => same += 1,
+                Ok(Ok(check)) => {
+                    if let agentsim::import::Agreement::Differs(difference) = &check.agreement {
+                        let kind = format!(
+                            "{} (file {}, reference {})",
+                            difference.field, difference.file, difference.reference
+                        );
+                        *differs.entry(kind.clone()).or_insert(0) += 1;
+                        example.entry(kind).or_insert_with(|| loaded.name.clone());
+                    }
+                }
+                Ok(Err(error)) | Err(error) => *errors.entry(error.code()).or_insert(0) += 1,
+            }
         }
-        // The whole path replayed: from its first user message (the restored part's, if any).
-        let whole = import_session(&file, &Point::default()).ok().and_then(|imported| {
-            let first_user = imported
-                .scenario
-                .session
-                .iter()
-                .find(|entry| entry.as_message().is_some_and(|message| message.role() == "user"))?;
-            Some(first_user.id.clone())
-        });
-        let point = Point {
-            leaf: None,
-            from: whole,
-        };
-        match import_session(&file, &point).map(|imported| check_imported(&imported)) {
-            Ok(Ok(check)) if check.agrees() => same.push(loaded.name.clone()),
-            Ok(Ok(check)) => differs.push((loaded.name.clone(), check)),
-            Ok(Err(error)) | Err(error) => *errors.entry(error.code()).or_insert(0) += 1,
+        let _ = std::fs::remove_dir_all(&folder);
+        eprintln!(
+            "{name}'s files: {same} the reference would store as they are, {} differ, {errors:?} not imported, {not_run} not run, in {:.1} s",
+            differs.values().sum::<usize>(),
+            started.elapsed().as_secs_f64()
+        );
+        for (kind, count) in &differs {
+            eprintln!("  {count} x first difference {kind}, e.g. {}", example[kind]);
         }
+        assert!(same + differs.len() > 0, "{name}: nothing imported");
     }
-    let _ = std::fs::remove_dir_all(&folder);
-    eprintln!(
-        "real Pi's files: {} the reference would store as they are, {} differ, {:?} not imported, {not_run} not run, in {:.1} s",
-        same.len(),
-        differs.len(),
-        errors,
-        started.elapsed().as_secs_f64()
-    );
-    for (name, check) in &differs {
-        eprintln!("  {name}: {:?}", check.agreement);
-    }
-    assert!(!same.is_empty() && !differs.is_empty());
 }
 
 /// Hostile session files end in a scenario and a verdict or a located error, never a panic:
@@ -426,5 +440,42 @@ fn import_reads_aelix_files_and_their_leaf_entries() {
     let imported = import_session(&file, &Point::default()).expect("imports");
     let _ = std::fs::remove_dir_all(&folder);
     assert_eq!(imported.replayed.last().and_then(|entry| entry.id()), target.as_str());
+    assert!(check_imported(&imported).expect("runs").agrees());
+}
+
+/// An entry of a type the kit does not model on the restored path (oh-my-pi writes
+/// `session_init`, `model_usage`, `mode_change`, ...) is restored as a `custom` entry that holds
+/// it, so the path stays whole and the replay runs.
+#[test]
+fn import_restores_entries_of_types_the_kit_does_not_model() {
+    let clean = std::fs::read_to_string(root().join("tests/fixtures/sessions/clean.jsonl")).expect("the fixture");
+    let mut lines: Vec<serde_json::Value> = clean
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON"))
+        .collect();
+    // Between the first user message and the answer: `session_init`, as oh-my-pi would write it.
+    let init = serde_json::json!({
+        "type": "session_init", "id": "0a1b2c3d", "parentId": lines[1]["id"],
+        "timestamp": "2026-01-01T00:00:01.500Z", "systemPrompt": "you are a coding agent",
+    });
+    lines[2]["parentId"] = init["id"].clone();
+    lines.insert(2, init);
+    let folder = scratch("import", "unmodelled-type");
+    let file = folder.join("session.jsonl");
+    std::fs::write(&file, lines.iter().map(|line| format!("{line}\n")).collect::<String>()).expect("writes");
+    let imported = import_session(&file, &Point::default()).expect("imports");
+    let _ = std::fs::remove_dir_all(&folder);
+    let restored = imported
+        .scenario
+        .session
+        .iter()
+        .find(|entry| entry.id == "0a1b2c3d")
+        .expect("restored");
+    assert_eq!(restored.kind(), "custom");
+    assert!(
+        imported.notes.iter().any(|note| note.line == 3 && note.field == "type"),
+        "{:?}",
+        imported.notes
+    );
     assert!(check_imported(&imported).expect("runs").agrees());
 }
