@@ -35,6 +35,8 @@
 //! - [`run`]: a run as one value (scenario, schedule, implementation, world, judging), its
 //!   replay command printed and parsed back, and the one `execute` every runner calls.
 //! - [`protocol`]: the adapter protocol, the external-process Subject, `serve`, trace diffs.
+//! - [`import`]: a session file from the field as a scenario (`agentsim import`), and whether
+//!   the reference would have stored what the file holds.
 //! - [`oracle`]: the whole-trace oracle: any trace's inputs re-fed to the reference (or any
 //!   subject) by identity, every output compared with the contract's freedoms set aside (REF-1).
 //! - [`implementation`]: what is under test (the reference, its variant or an adapter command,
@@ -67,6 +69,7 @@ pub mod explore;
 pub mod findings;
 pub mod html;
 pub mod implementation;
+pub mod import;
 pub mod limits;
 pub mod model;
 pub mod net;

@@ -18,7 +18,9 @@
 //! `reduction` shows the reduced exhaustive enumeration reaches every verdict the plain one does;
 //! `readme` runs every `agentsim` command of README.md and checks the exit code it gives;
 //! `search` runs every strategy of `explore` over the protocol as in process; `packaging` runs the
-//! kit as its users install it (the built-in corpus, the guide's first steps, the GitHub Action).
+//! kit as its users install it (the built-in corpus, the guide's first steps, the GitHub Action);
+//! `import` holds `agentsim import`'s round trip over the corpus and its located errors;
+//! `track_record` runs every command of docs/track-record.md; `recorded` runs recorded runs.
 
 #[path = "kit/api.rs"]
 mod api;
@@ -52,6 +54,8 @@ mod hardening;
 mod hardening_third;
 #[path = "kit/html.rs"]
 mod html;
+#[path = "kit/import.rs"]
+mod import;
 #[path = "kit/interleaving.rs"]
 mod interleaving;
 #[path = "kit/messages.rs"]
@@ -78,5 +82,7 @@ mod search;
 mod session_file;
 #[path = "kit/tidy.rs"]
 mod tidy;
+#[path = "kit/track_record.rs"]
+mod track_record;
 #[path = "kit/zoo.rs"]
 mod zoo;

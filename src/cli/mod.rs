@@ -10,6 +10,7 @@ mod coverage;
 mod crash_test;
 mod explore;
 mod findings;
+mod import;
 mod matrix;
 mod mutants;
 mod pool;
@@ -120,6 +121,8 @@ enum Command {
     /// The built-in corpus: list its scenarios, show one, or export them as files.
     #[command(subcommand)]
     Scenarios(scenarios::ScenariosCommand),
+    /// Turn a Pi session file into a scenario; with --check, compare what the reference stores.
+    Import(import::ImportArgs),
     /// Serve the reference Runtime as an adapter on stdin/stdout (the protocol of docs/protocol.md).
     Serve {
         /// Serve a deliberately broken reference.
@@ -241,6 +244,7 @@ pub fn main() -> ExitCode {
         Command::Mutants(args) => mutants::run_mutants(args),
         Command::Bench(args) => bench::run_bench(args),
         Command::CheckSession(args) => check_session::run_check_session(args),
+        Command::Import(args) => import::run_import(args),
         Command::CrashTest(args) => crash_test::run_crash_test(args),
         Command::Dashboard {
             reports,
