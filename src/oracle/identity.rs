@@ -42,9 +42,9 @@ pub enum Identity {
         observer: String,
         nth: u32,
     },
-    /// An abort signal fired, named by the first effect that carried it (or, for a signal no
-    /// effect carried, the Nth such signal).
-    Abort(Box<Identity>),
+    /// An abort signal fired, named by the first effect that carried it, and which firing of
+    /// it this is (or, for a signal no effect carried, the Nth such signal).
+    Abort(Box<Identity>, u32),
     UncarriedAbort(u32),
     /// The settlement of this operation.
     Settled(OpId),
@@ -72,7 +72,8 @@ impl fmt::Display for Identity {
             Identity::Append(nth) => write!(f, "append {nth}"),
             Identity::Write(nth) => write!(f, "write {nth}"),
             Identity::Notify { observer, nth } => write!(f, "notification {nth} of observer `{observer}`"),
-            Identity::Abort(carrier) => write!(f, "the abort signal of {carrier}"),
+            Identity::Abort(carrier, 1) => write!(f, "the abort signal of {carrier}"),
+            Identity::Abort(carrier, nth) => write!(f, "the abort signal of {carrier} (fired {nth} times)"),
             Identity::UncarriedAbort(nth) => write!(f, "uncarried abort signal {nth}"),
             Identity::Settled(op) => write!(f, "the settlement of {op}"),
         }
@@ -139,8 +140,11 @@ impl Namer {
                 None,
             ),
             Event::AbortSignal { signal } => {
-                let identity = match self.signals.get(signal) {
-                    Some(carrier) => Identity::Abort(Box::new(carrier.clone())),
+                let identity = match self.signals.get(signal).cloned() {
+                    Some(carrier) => {
+                        let nth = self.next(7, carrier.to_string());
+                        Identity::Abort(Box::new(carrier), nth)
+                    }
                     None => Identity::UncarriedAbort(self.next(6, String::new())),
                 };
                 (identity, None, None)
@@ -218,10 +222,13 @@ mod tests {
         );
         assert_eq!(
             namer.name(&Event::AbortSignal { signal: SignalId(7) }),
-            Some(Identity::Abort(Box::new(Identity::Tool {
-                call: "call-1".into(),
-                nth: 1
-            })))
+            Some(Identity::Abort(
+                Box::new(Identity::Tool {
+                    call: "call-1".into(),
+                    nth: 1
+                }),
+                1
+            ))
         );
         assert_eq!(
             namer.name(&Event::AbortSignal { signal: SignalId(8) }),

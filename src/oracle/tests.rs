@@ -109,3 +109,57 @@ fn an_output_the_reference_never_issues_is_extra() {
     assert_eq!(difference.kind, DifferenceKind::Extra, "{}", difference.message());
     assert_eq!(difference.implementation_line, Some(at + 1));
 }
+
+/// The freedoms of conformance.md, each used by an edited trace of the reference that must
+/// replay with no difference: outputs of one step in another order, other model-client fields,
+/// other diagnostic texts, other clock readings and other appended ids.
+#[test]
+fn a_trace_that_uses_the_freedoms_replays_without_difference() {
+    use crate::model::Message;
+    let scenario = scenario("poison/two-prompts-dispose-failing-append.json");
+    let mut trace = reference_trace(&scenario, None);
+    // The order within a step: the first step with two outputs has them swapped.
+    let output = |event: &Event| !is_input(event) && !matches!(event, Event::End { .. } | Event::Restored { .. });
+    let at = (1..trace.events.len() - 1)
+        .find(|at| output(&trace.events[*at]) && output(&trace.events[at + 1]))
+        .expect("a step with two outputs");
+    trace.events.swap(at, at + 1);
+    let mut renamed = std::collections::BTreeMap::new();
+    for event in &mut trace.events {
+        match event {
+            // Clock readings and appended ids.
+            Event::Append { entry, .. } => {
+                let id = format!("other-{}", entry.id);
+                renamed.insert(entry.id.clone(), id.clone());
+                entry.id = id;
+                if let Some(parent) = entry
+                    .parent_id
+                    .as_mut()
+                    .and_then(|parent| renamed.get(parent).cloned().map(|new| (parent, new)))
+                {
+                    *parent.0 = parent.1;
+                }
+                entry.timestamp = "2030-01-01T00:00:00.000Z".into();
+            }
+            // Model-client fields in what the runtime sends back to the model.
+            Event::ModelRequest { messages, .. } => {
+                for message in messages.iter_mut() {
+                    if let Message::Assistant(assistant) = message {
+                        assistant.provider = "another-client".into();
+                        assistant.usage.input += 7;
+                    }
+                }
+            }
+            // Diagnostic texts.
+            Event::Settled {
+                settlement: crate::runtime::Settlement::Rejected(cause),
+                ..
+            } => cause.message = "worded otherwise".into(),
+            _ => {}
+        }
+    }
+    assert_eq!(replayed(&scenario, &trace), None);
+    // And without the freedoms, the same trace differs.
+    let raw = replay(&scenario, &trace, &mut ReferenceSubject::new(), Freedoms::RAW).difference;
+    assert!(raw.is_some(), "the raw comparison sees the changes");
+}

@@ -316,6 +316,11 @@ pub struct Perturbed<S> {
     pub path: String,
     /// Lines changed so far.
     pub changed: usize,
+    /// Only the line that is this occurrence of the field (0-based, in the order the lines
+    /// are sent) is changed; `None`: every line that has it.
+    occurrence: Option<usize>,
+    /// Lines with the field seen so far.
+    seen: usize,
 }
 
 impl<S: Subject> Perturbed<S> {
@@ -324,14 +329,29 @@ impl<S: Subject> Perturbed<S> {
             inner,
             path: path.to_string(),
             changed: 0,
+            occurrence: None,
+            seen: 0,
         }
     }
 
-    /// `message` with the field changed, when it has the field and the wire types can carry the
-    /// change.
+    /// Changes the field in one line only: the `occurrence`-th line that has it (0-based).
+    pub fn at(inner: S, path: &str, occurrence: usize) -> Perturbed<S> {
+        Perturbed {
+            occurrence: Some(occurrence),
+            ..Perturbed::new(inner, path)
+        }
+    }
+
+    /// `message` with the field changed, when it has the field, it is the occurrence to change
+    /// and the wire types can carry the change.
     fn rewrite(&mut self, message: AdapterMessage) -> Option<AdapterMessage> {
         let mut line = serde_json::to_value(&message).ok()?;
         if !perturb(&mut line, &self.path) {
+            return None;
+        }
+        let this = self.seen;
+        self.seen += 1;
+        if self.occurrence.is_some_and(|occurrence| occurrence != this) {
             return None;
         }
         let rewritten = serde_json::from_value(line).ok()?;
@@ -426,6 +446,71 @@ impl<S: Subject> Subject for Recorded<S> {
                 self.lines.push(line);
             }
         }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), SubjectFailure> {
+        self.inner.finish()
+    }
+}
+
+/// What [`Mangled`] does to one output line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mangle {
+    /// The line is never sent.
+    Delete,
+    /// The line is sent twice.
+    Duplicate,
+    /// The line is sent one step later: after the outputs of the next input.
+    Delay,
+}
+
+/// A subject whose `target`-th output line (0-based over effects, notifications, settlements
+/// and abort signals, in the order they are sent) is deleted, duplicated or delayed by a step.
+pub struct Mangled<S> {
+    pub inner: S,
+    pub mangle: Mangle,
+    pub target: usize,
+    seen: usize,
+    held: Vec<Effect>,
+}
+
+impl<S: Subject> Mangled<S> {
+    pub fn new(inner: S, mangle: Mangle, target: usize) -> Mangled<S> {
+        Mangled {
+            inner,
+            mangle,
+            target,
+            seen: 0,
+            held: Vec::new(),
+        }
+    }
+}
+
+impl<S: Subject> Subject for Mangled<S> {
+    fn start(&mut self, scenario: &Scenario) -> Result<Result<Restored, Cause>, SubjectFailure> {
+        self.inner.start(scenario)
+    }
+
+    fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
+        let from = effects.len();
+        self.inner.deliver(input, effects)?;
+        let produced: Vec<Effect> = effects.drain(from..).collect();
+        let held = std::mem::take(&mut self.held);
+        for effect in produced {
+            let this = self.seen;
+            self.seen += 1;
+            match (this == self.target, self.mangle) {
+                (false, _) => effects.push(effect),
+                (true, Mangle::Delete) => {}
+                (true, Mangle::Duplicate) => {
+                    effects.push(effect.clone());
+                    effects.push(effect);
+                }
+                (true, Mangle::Delay) => self.held.push(effect),
+            }
+        }
+        effects.extend(held);
         Ok(())
     }
 

@@ -397,7 +397,10 @@ fn in_process_judged(
         if scenario_checks {
             violations.extend(outcome.findings.iter().map(Violation::from));
         }
-        if let Some(error) = never_delivered(loaded, &outcome) {
+        // An operation never delivered is the scenario's error only where the reference, fed
+        // the same inputs, does what this run did: else the run never got there, which is the
+        // implementation's failure, judged by the rules (REF-1's difference included).
+        if let (Some(error), None) = (never_delivered(loaded, &outcome), &difference) {
             drop(timeline);
             report.verdict = Verdict::BadScenario(error);
             report.outcome = Some(outcome);
