@@ -71,15 +71,20 @@ fn kind_of(line: &str) -> &str {
 fn signature(root: &Violation, divergence: Option<&Divergence>) -> String {
     match divergence {
         Some(divergence) => {
-            let side = |line: &Option<String>| line.as_deref().map_or("(end of trace)", kind_of).to_string();
+            let absent = if divergence.oracle.is_some() { "(nothing)" } else { "(end of trace)" };
+            let side = |line: &Option<String>| line.as_deref().map_or(absent, kind_of).to_string();
             let field = divergence
                 .field
                 .as_ref()
                 .filter(|field| field.path != "event")
                 .map(|field| format!(" at {}", shape(&field.path.replace(|c: char| c.is_ascii_digit(), "0"))))
                 .unwrap_or_default();
+            let what = match &divergence.oracle {
+                Some((kind, _, _)) => format!("first difference ({})", kind.word()),
+                None => "first divergence".to_string(),
+            };
             format!(
-                "first divergence: reference {} / implementation {}{field}",
+                "{what}: reference {} / implementation {}{field}",
                 side(&divergence.reference),
                 side(&divergence.implementation)
             )
@@ -221,8 +226,9 @@ impl Tally {
     /// The line that counts the differences from the reference fed the same inputs.
     pub fn differences_line(&self, unit: &str) -> String {
         format!(
-            "differences from the reference fed the same inputs: {} failing {unit}s explained by a rule, {} judged by REF-1 alone\n",
-            self.differences_explained, self.differences_unexplained
+            "differences from the reference fed the same inputs: {} explained by a rule, {} judged by REF-1 alone\n",
+            crate::check::counted(self.differences_explained as usize, &format!("failing {unit}"), &format!("failing {unit}s")),
+            self.differences_unexplained
         )
     }
 

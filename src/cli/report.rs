@@ -388,12 +388,17 @@ fn json_value(reports: &[CaseReport], strategy: StrategyKind, seed: u64) -> serd
         })
         .collect();
     let (passed, failed, not_applicable) = counts(reports);
+    let differences = tally(reports, &|_: &str| Vec::new());
     json!({
         "strategy": strategy.spelling(),
         "seed": seed,
         "passed": passed,
         "failed": failed,
         "notApplicable": not_applicable,
+        "differences": {
+            "explainedByARule": differences.differences_explained,
+            "judgedByRef1Alone": differences.differences_unexplained,
+        },
         "results": results,
     })
 }
