@@ -71,7 +71,11 @@ fn kind_of(line: &str) -> &str {
 fn signature(root: &Violation, divergence: Option<&Divergence>) -> String {
     match divergence {
         Some(divergence) => {
-            let absent = if divergence.oracle.is_some() { "(nothing)" } else { "(end of trace)" };
+            let absent = if divergence.oracle.is_some() {
+                "(nothing)"
+            } else {
+                "(end of trace)"
+            };
             let side = |line: &Option<String>| line.as_deref().map_or(absent, kind_of).to_string();
             let field = divergence
                 .field
@@ -227,7 +231,11 @@ impl Tally {
     pub fn differences_line(&self, unit: &str) -> String {
         format!(
             "differences from the reference fed the same inputs: {} explained by a rule, {} judged by REF-1 alone\n",
-            crate::check::counted(self.differences_explained as usize, &format!("failing {unit}"), &format!("failing {unit}s")),
+            crate::check::counted(
+                self.differences_explained as usize,
+                &format!("failing {unit}"),
+                &format!("failing {unit}s")
+            ),
             self.differences_unexplained
         )
     }
