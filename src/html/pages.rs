@@ -33,11 +33,22 @@ pub fn page_file_name(name: &str, suffix: &str) -> String {
     format!("{stem}{suffix}.html")
 }
 
-/// The reference's trace of the scenario under the same strategy and seed, for the
-/// divergence view of an `--impl` case.
+/// The reference's trace fed the same inputs as an `--impl` case (`crate::oracle::replay`, up
+/// to the first difference), for the page's divergence view; without the case's trace, the
+/// reference's run under the same strategy and seed.
 pub fn reference_trace(loaded: &LoadedScenario, report: &CaseReport) -> Option<Trace> {
     if !report.run.implementation.is_adapter() {
         return None;
+    }
+    if let Some(outcome) = &report.outcome {
+        let mut subject = crate::sim::reference::ReferenceSubject::new();
+        let replayed = crate::oracle::replay(
+            &loaded.scenario,
+            &outcome.trace,
+            &mut subject,
+            crate::oracle::Freedoms::ALL,
+        );
+        return Some(replayed.trace);
     }
     let reference = Run {
         implementation: Implementation::reference(),
