@@ -211,7 +211,8 @@ fn each_field_clause_bites_by_its_rule() {
     }
 }
 
-/// Every occurrence, one at a time: on the canonical run of every scenario, each field of each
+/// Every occurrence, one at a time: on the canonical run of every scenario (and two random
+/// schedules of every fourth), each field of each
 /// line the reference sends is changed in that line alone (the second of two after hooks, the
 /// third request), and each output line is deleted, duplicated or sent a step late. Each change
 /// must be caught (a catalogue rule fires, REF-1's whole-trace oracle included, or the run
@@ -238,9 +239,9 @@ fn every_occurrence_changed_alone_is_caught_or_a_freedom() {
                 .iter()
                 .any(|field| path.contains(&format!("{{assistant}}.{field}")))
     };
-    let caught = |loaded: &LoadedScenario, subject: &mut dyn agentsim::sim::Subject| {
+    let caught = |loaded: &LoadedScenario, schedule: (StrategyKind, u64), subject: &mut dyn agentsim::sim::Subject| {
         let case = Run::of(loaded)
-            .seeded(StrategyKind::Scripted, 0)
+            .seeded(schedule.0, schedule.1)
             .on(&reference)
             .execute_with(loaded, Driver::borrowing(subject));
         match case.verdict {
@@ -253,10 +254,20 @@ fn every_occurrence_changed_alone_is_caught_or_a_freedom() {
         }
     };
     let (mut changes, mut freedoms, mut missed) = (0usize, 0usize, Vec::new());
-    for loaded in &corpus {
+    // The canonical schedule of every scenario, and two random schedules of every fourth.
+    let schedules = corpus.iter().enumerate().flat_map(|(index, loaded)| {
+        let explored: &[(StrategyKind, u64)] = if index % 4 == 0 {
+            &[(StrategyKind::Random, 1), (StrategyKind::Random, 2)]
+        } else {
+            &[]
+        };
+        std::iter::once((loaded, (StrategyKind::Scripted, 0)))
+            .chain(explored.iter().map(move |schedule| (loaded, *schedule)))
+    });
+    for (loaded, schedule) in schedules {
         let mut recorded = Recorded::new(reference.subject());
         Run::of(loaded)
-            .seeded(StrategyKind::Scripted, 0)
+            .seeded(schedule.0, schedule.1)
             .on(&reference)
             .execute_with(loaded, Driver::borrowing(&mut recorded));
         let mut occurrences = vec![0usize; paths.len()];
@@ -270,7 +281,7 @@ fn every_occurrence_changed_alone_is_caught_or_a_freedom() {
                     continue;
                 }
                 let mut subject = Perturbed::at(reference.subject(), path, occurrence);
-                let was_caught = caught(loaded, &mut subject);
+                let was_caught = caught(loaded, schedule, &mut subject);
                 if subject.changed == 0 {
                     // The wire types cannot carry this change (a value they would not parse).
                     continue;
@@ -297,8 +308,13 @@ fn every_occurrence_changed_alone_is_caught_or_a_freedom() {
                 }
                 let mut subject = Mangled::new(reference.subject(), mangle, number - 1);
                 changes += 1;
-                if !caught(loaded, &mut subject) {
-                    missed.push(format!("{} line {number}: {mangle:?}", loaded.name));
+                if !caught(loaded, schedule, &mut subject) {
+                    missed.push(format!(
+                        "{} {} seed {} line {number}: {mangle:?}",
+                        loaded.name,
+                        schedule.0.spelling(),
+                        schedule.1
+                    ));
                 }
             }
         }
