@@ -216,19 +216,6 @@ fn with_effect(event: &Event, id: EffectId) -> Event {
     event
 }
 
-/// The effect an output issued that the world must answer, if any.
-fn pending_effect(effect: &Effect) -> Option<EffectId> {
-    match effect {
-        Effect::ModelRequest { effect, .. }
-        | Effect::ToolCall { effect, .. }
-        | Effect::Hook { effect, .. }
-        | Effect::Append { effect, .. }
-        | Effect::Write { effect, .. }
-        | Effect::Notify { effect, .. } => Some(*effect),
-        Effect::AbortSignal { .. } | Effect::Settled { .. } => None,
-    }
-}
-
 /// The replaying subject's run: its trace, its side of the comparison, and its effects still
 /// pending, by identity.
 struct Replaying<'s> {
@@ -243,7 +230,7 @@ impl Replaying<'_> {
     /// Records the subject's outputs into its trace, naming each and keeping the pending ones.
     fn record(&mut self, effects: Vec<Effect>, step: &mut Vec<Output>) {
         for effect in effects {
-            let pending = pending_effect(&effect);
+            let pending = effect.pending_id();
             let event = Event::from_effect(effect);
             let index = self.trace.events.len();
             self.side.take(index, &event, self.freedoms, step);
