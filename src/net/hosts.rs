@@ -32,7 +32,7 @@ use crate::trace::Event;
 use super::{Shared, IDLE_MS, STORE_HOST};
 
 pub(crate) use runtime::runtime_client;
-pub(crate) use store::store_server;
+pub(crate) use store::{header, store_server};
 
 const STORE_PORT: u16 = 7000;
 const MODEL_PORT: u16 = 7001;

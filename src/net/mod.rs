@@ -442,3 +442,8 @@ fn end(sim: &mut turmoil::Sim<'_>, shared: &Shared, kind: NetFaultKind, at_ms: u
     };
     shared.borrow_mut().push(Event::Net { at_ms, change });
 }
+
+/// The header the store host writes at the top of the session file of a run of `scenario`.
+pub fn session_header(scenario: &crate::scenario::Scenario) -> crate::model::SessionHeader {
+    hosts::header(scenario)
+}

@@ -21,11 +21,16 @@ pub struct Outcome {
 
 /// Runs the binary from the crate root with `envs`.
 pub fn agentsim(args: &[&str], envs: &[(&str, &str)]) -> Outcome {
+    agentsim_in(root(), args, envs)
+}
+
+/// Runs the binary in `folder` with `envs`.
+pub fn agentsim_in(folder: &Path, args: &[&str], envs: &[(&str, &str)]) -> Outcome {
     let started = Instant::now();
     let output = Command::new(BIN)
         .args(args)
         .envs(envs.iter().copied())
-        .current_dir(root())
+        .current_dir(folder)
         .output()
         .expect("the binary runs");
     Outcome {

@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use agentsim::implementation::Implementation;
 use agentsim::import::{check_imported, import_session, Point};
-use agentsim::model::{iso_timestamp, SessionHeader};
 use agentsim::net::{run_net, NetOptions};
 use agentsim::sim::FinalStore;
 use agentsim::store::{FileStore, RealDisk, SyncPolicy};
@@ -25,14 +24,7 @@ fn session_file_of(scenario: &agentsim::scenario::Scenario, options: &NetOptions
     let FinalStore::Read(entries) = run.outcome.store else {
         panic!("the networked world reads its store back from its disk")
     };
-    let header = SessionHeader {
-        kind: "session".into(),
-        version: 3,
-        id: "00000000-0000-4000-8000-000000000000".into(),
-        timestamp: iso_timestamp(scenario.config.clock.start_ms),
-        cwd: "/work".into(),
-        extra: Default::default(),
-    };
+    let header = agentsim::net::session_header(scenario);
     let mut store = FileStore::create(RealDisk, path, &header, SyncPolicy::None).expect("a new file");
     for entry in &entries {
         store.append(entry).expect("appends");
@@ -299,14 +291,7 @@ fn import_session_files_the_real_implementations_write() {
                 continue;
             };
             let file = folder.join(format!("{}.jsonl", loaded.name.replace('/', "--")));
-            let header = SessionHeader {
-                kind: "session".into(),
-                version: 3,
-                id: "00000000-0000-4000-8000-000000000000".into(),
-                timestamp: iso_timestamp(loaded.scenario.config.clock.start_ms),
-                cwd: "/work".into(),
-                extra: Default::default(),
-            };
+            let header = agentsim::net::session_header(&loaded.scenario);
             let mut store = FileStore::create(RealDisk, &file, &header, SyncPolicy::None).expect("a new file");
             for entry in outcome.stored(&loaded.scenario) {
                 store.append(entry).expect("appends");

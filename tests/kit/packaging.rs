@@ -19,18 +19,7 @@ use crate::binary::{root, scratch, Outcome, BIN};
 
 /// Runs the binary in `folder`.
 fn agentsim_in(folder: &Path, args: &[&str]) -> Outcome {
-    let started = std::time::Instant::now();
-    let output = Command::new(BIN)
-        .args(args)
-        .current_dir(folder)
-        .output()
-        .expect("the binary runs");
-    Outcome {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed: started.elapsed(),
-    }
+    crate::binary::agentsim_in(folder, args, &[])
 }
 
 /// `script` run by bash in `folder`, with `env` and this build's binary first on `PATH`.

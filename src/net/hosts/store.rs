@@ -36,7 +36,7 @@ struct StoreRequest {
     entry: Option<SessionEntry>,
 }
 
-fn header(scenario: &Scenario) -> SessionHeader {
+pub(crate) fn header(scenario: &Scenario) -> SessionHeader {
     SessionHeader {
         kind: "session".into(),
         version: 3,
