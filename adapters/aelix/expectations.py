@@ -339,6 +339,7 @@ RULE_CAUSES: Dict[str, List[str]] = {
         "dispose-aborts",
         "no-queue",
     ],
+    "SETTLE-2": ["observers-awaited", "append-failure-swallowed", "no-closed-state", "unknown-mode"],
     "model[0].expect": ["system-prompt", "no-budget"],
     "model[1].expect": ["system-prompt", "no-budget", "unknown-tool-text", "coerce-arguments", "abort-drops"],
     "model[2].expect": ["coerce-arguments"],
@@ -404,6 +405,12 @@ MESSAGE_HINTS: Dict[tuple, tuple] = {
     ("SETTLE-1", "sink-error"): ("exitCode.1: EPIPE",),
     ("SETTLE-1", "dispose-aborts"): ("exitCode.1: Request aborted",),
     ("SETTLE-1", "no-queue"): ("AgentHarness is busy",),
+    # By when: a prompt whose observers' handlers aelix awaits settles after their answers; a
+    # call it should have refused at once (poisoned, disposed, an unknown mode) runs first.
+    ("SETTLE-2", "observers-awaited"): ("after the answer to",),
+    ("SETTLE-2", "append-failure-swallowed"): ("after its delivery",),
+    ("SETTLE-2", "no-closed-state"): ("after its delivery",),
+    ("SETTLE-2", "unknown-mode"): ("after its delivery",),
     ("model[0].expect", "system-prompt"): SYSTEM_PROMPT_SAID,
     ("model[1].expect", "system-prompt"): SYSTEM_PROMPT_SAID,
 }
@@ -419,6 +426,14 @@ VERDICTS: Dict[tuple, str] = {}
 #: which `run` allows and `explore --expect` counts as listed. A pair exploration newly finds is
 #: reported UNEXPECTED there: add it here with its message.
 EXPLORED: List[tuple] = [
+    ('lab13/lab13-3-2b-queued-prompt-shares-the-poison', 'SETTLE-2', 'prompt op#3 had to settle by the step after its delivery (prompt op#3, line 12), before the world answered fx#4 (line 14); it did so only at line 19'),
+    ('lifecycle/dispose-twice-while-poisoned', 'SETTLE-2', 'prompt op#2 had to settle by the step after its delivery (prompt op#2, line 10), before dispose op#3 was delivered (line 12); it did so only at line 14'),
+    ('poison/applied-then-fail-at-first-append', 'SETTLE-2', 'prompt op#2 had to settle by the step after its delivery (prompt op#2, line 10), before the world answered fx#4 (line 12); it did so only at line 17'),
+    ('poison/failure-in-second-prompt', 'SETTLE-2', 'prompt op#3 had to settle by the step after its delivery (prompt op#3, line 18), before the world answered fx#7 (line 20); it did so only at line 25'),
+    ('poison/prompt-queued-while-append-pending', 'SETTLE-2', 'prompt op#2 had to settle by the step after its delivery (prompt op#2, line 18), before the world answered fx#8 (line 20); it did so only at line 25'),
+    ('poison/queued-mode-rejected-without-write', 'SETTLE-2', 'mode op#2 had to settle by the step after its delivery (mode op#2, line 10), before the world answered fx#4 (line 12); it did so only at line 35'),
+    ('poison/queued-prompts-never-reach-model', 'SETTLE-2', 'prompt op#2 had to settle by the step after its delivery (prompt op#2, line 10), before the world answered fx#4 (line 12); it did so only at line 17'),
+    ('poison/two-prompts-dispose-failing-append', 'SETTLE-2', 'prompt op#2 had to settle by the step after its delivery (prompt op#2, line 10), before the world answered fx#4 (line 12); it did so only at line 17'),
     ('agent/abort-during-persist-changes-nothing', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),
     ('lifecycle/dispose-twice-same-outcome', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),
     ('lifecycle/dispose-twice-while-poisoned', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),

@@ -425,6 +425,7 @@ rules! {
         "DURABLE-3" => durable::reopened_session_is_the_acknowledged_one, Must,
         "DURABLE-4" => durable::torn_tail_is_cut_off, Must,
         "SETTLE-1" => settle::settlement_is_allowed, Must,
+        "SETTLE-2" => settle::settled_in_time, Must,
         "REF-1" => reference::same_outputs_as_the_reference_on_the_same_inputs, Must,
 }
 

@@ -6,7 +6,8 @@
 //! it.
 
 use crate::model::Operation;
-use crate::runtime::{Cause, OpValue, Settlement};
+use crate::runtime::{Cause, OpId, OpValue, Settlement};
+use crate::trace::Event;
 
 use super::timeline::{Line, OpInfo, Timeline};
 use super::Violation;
@@ -252,6 +253,210 @@ pub fn settlement_is_allowed(timeline: &Timeline<'_>) -> Vec<Violation> {
     violations
 }
 
+/// The table's last column: the latest point each operation may settle at. It settles within
+/// the step that follows that point's input (before the world's next input), because nothing
+/// the contract lets it wait for is still outstanding there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latest {
+    /// Its delivery: refused at the call (poisoned, disposed, an unknown mode).
+    Delivery,
+    /// Its run's work: its turn in the queue (every prompt accepted before it finished) and the
+    /// last answer its run waited for (requests, tool calls, hooks, appends; never an observer).
+    Run,
+    /// A mode writes by its run's work and settles by its write's answer.
+    Write,
+    /// Every prompt accepted before it has finished (flush, dispose; a later dispose also by the
+    /// first).
+    AcceptedWork,
+    /// At once: a control call (AGENT-7's, a SHOULD; not SETTLE-2's).
+    AtOnce,
+}
+
+/// The latest point for an operation of `kind` that met `state`.
+pub fn latest(kind: Kind, state: State) -> Latest {
+    match kind {
+        Kind::Control => Latest::AtOnce,
+        Kind::UnknownMode => Latest::Delivery,
+        Kind::Prompt | Kind::Mode | Kind::Library if state.poisoned || state.disposed => Latest::Delivery,
+        Kind::Prompt | Kind::Library => Latest::Run,
+        Kind::Mode => Latest::Write,
+        Kind::Flush | Kind::Dispose => Latest::AcceptedWork,
+    }
+}
+
+/// The line of the last input `op`'s run may have waited for: the answers to the effects
+/// attributed to it (requests, tool calls, hooks, appends, and with `writes` a mode's writes)
+/// issued before it settled. `None` when one of them was still unanswered when it settled (or
+/// is at the end, while it has not): it may have waited for that one; `Some(None)` when it
+/// waited for nothing.
+fn run_work(timeline: &Timeline<'_>, op: OpId, settled: Option<Line>, writes: bool) -> Option<Option<Line>> {
+    let mine = |owner: Option<OpId>| owner == Some(op);
+    let answers = (timeline.requests.iter())
+        .filter(|request| mine(request.op))
+        .map(|request| (request.line, request.response.map(|(at, _)| at)))
+        .chain(
+            (timeline.tool_calls.iter())
+                .filter(|call| mine(call.op))
+                .map(|call| (call.line, call.answer.map(|(at, _)| at))),
+        )
+        .chain(
+            (timeline.hooks.iter())
+                .filter(|hook| mine(hook.op))
+                .map(|hook| (hook.line, hook.answer.map(|(at, _)| at))),
+        )
+        .chain(
+            (timeline.appends.iter())
+                .filter(|append| mine(append.op))
+                .map(|append| (append.line, append.answer.map(|(at, _)| at))),
+        )
+        .chain(
+            (timeline.writes.iter())
+                .filter(|write| writes && mine(write.op))
+                .map(|write| (write.line, write.answer.map(|(at, _)| at))),
+        );
+    let mut last = None;
+    for (issued, answer) in answers {
+        match (answer, settled) {
+            // Issued once it had settled: not its run's.
+            _ if settled.is_some_and(|settled| issued > settled) => {}
+            (Some(at), Some(settled)) if at < settled => last = last.max(Some(at)),
+            (Some(at), None) => last = last.max(Some(at)),
+            // Still unanswered when it settled, or never answered: it may have waited for it
+            // all along (and settled for another reason, an abort say), so no point is known.
+            (_, _) => return None,
+        }
+    }
+    Some(last)
+}
+
+/// What a deadline is, for the message.
+fn deadline_words(timeline: &Timeline<'_>, line: Line) -> String {
+    match &timeline.events[line] {
+        Event::Deliver { op, operation } => format!("its delivery ({} {op}, line {})", operation.name(), line + 1),
+        event => match event.answered() {
+            Some(effect) => format!("the answer to {effect} (line {})", line + 1),
+            None => format!("line {}", line + 1),
+        },
+    }
+}
+
+fn input_words(event: &Event) -> String {
+    match event {
+        Event::Deliver { op, operation } => format!("{} {op} was delivered", operation.name()),
+        event => match event.answered() {
+            Some(effect) => format!("the world answered {effect}"),
+            None => "the world's next input".into(),
+        },
+    }
+}
+
+/// SETTLE-2: every operation settles by the latest point the table names for it, within the
+/// step that follows it.
+pub fn settled_in_time(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let inputs: Vec<Line> = (timeline.events.iter().enumerate())
+        .filter(|(_, event)| event.is_input())
+        .map(|(line, _)| line)
+        .collect();
+    let next_input = |after: Line| inputs.get(inputs.partition_point(|line| *line <= after)).copied();
+    let failure = timeline.first_failure().map(|(line, _, _)| line);
+    let mut violations = Vec::new();
+    let mut late = |clause: &'static str, info: &OpInfo<'_>, what: &str, by: Option<Line>, done: Option<Line>| {
+        let Some(by) = by else { return };
+        let Some(next) = next_input(by) else { return };
+        if done.is_some_and(|done| done < next) {
+            return;
+        }
+        let when = match done {
+            Some(done) => format!("did so only at line {}", done + 1),
+            None => "never did".into(),
+        };
+        violations.push(Violation::new(
+            clause,
+            &[info.delivered, by, next],
+            format!(
+                "{} {} had to {what} by the step after {}, before {} (line {}); it {when}",
+                info.operation.name(),
+                info.op,
+                deadline_words(timeline, by),
+                input_words(&timeline.events[next]),
+                next + 1
+            ),
+        ));
+    };
+    // The point by which every prompt accepted so far must have finished (`None`: one may still
+    // be waiting for an answer that never came).
+    let mut tail: Option<Line> = Some(0);
+    let mut first_dispose: Option<Option<Line>> = None;
+    for info in &timeline.ops {
+        let kind = Kind::of(info.operation);
+        let state = State {
+            poisoned: failure.is_some_and(|line| line < info.delivered),
+            disposed: first_dispose.is_some(),
+            ..State::default()
+        };
+        let settled = info.settled.map(|(line, _)| line);
+        match latest(kind, state) {
+            Latest::AtOnce => {}
+            Latest::Delivery => late("SETTLE-2.c", info, "settle", Some(info.delivered), settled),
+            Latest::Run | Latest::Write => {
+                let turn = tail.map(|tail| tail.max(info.delivered));
+                let by =
+                    |work: Option<Option<Line>>| work.and_then(|work| turn.map(|turn| turn.max(work.unwrap_or(turn))));
+                // The point its run's own work was done by: what the queue waits for.
+                let finished = by(run_work(timeline, info.op, settled, false));
+                if kind == Kind::Mode {
+                    // Its output is its last write; one that streams writes while its run goes
+                    // on writes its last before the run's work is done, and is judged only on
+                    // when it settles.
+                    let output = (timeline.writes.iter()).rfind(|write| write.op == Some(info.op));
+                    let streamed = output.is_some_and(|output| finished.is_none_or(|finished| finished > output.line));
+                    if !streamed {
+                        // A mode may await each write before the next (a stream of lines): the
+                        // writes before its last are its work too.
+                        let done = output.map(|write| write.line).or(settled);
+                        let written = (timeline.writes.iter())
+                            .filter(|write| write.op == Some(info.op) && done.is_some_and(|done| write.line < done))
+                            .map(|write| write.answer.map(|(at, _)| at))
+                            .try_fold(finished, |by, answer| answer.map(|at| by.map(|by| by.max(at))));
+                        late("SETTLE-2.b", info, "write its output", written.flatten(), done);
+                    }
+                    late(
+                        "SETTLE-2.b",
+                        info,
+                        "settle",
+                        by(run_work(timeline, info.op, settled, true)),
+                        settled,
+                    );
+                } else {
+                    late("SETTLE-2.a", info, "settle", finished, settled);
+                }
+                tail = finished;
+            }
+            Latest::AcceptedWork => {
+                let mut by = tail.map(|tail| tail.max(info.delivered));
+                if kind == Kind::Dispose {
+                    match first_dispose {
+                        Some(first) => by = by.zip(first).map(|(own, first)| own.max(first)),
+                        None => first_dispose = Some(by),
+                    }
+                }
+                late(
+                    if kind == Kind::Flush {
+                        "SETTLE-2.d"
+                    } else {
+                        "SETTLE-2.e"
+                    },
+                    info,
+                    "settle",
+                    by,
+                    settled,
+                );
+            }
+        }
+    }
+    violations
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,5 +506,29 @@ mod tests {
         );
         assert_eq!(allowed(Kind::Dispose, both).resolved, Some(Value::Unit));
         assert_eq!(allowed(Kind::Flush, poisoned).rejected, vec![Reason::Poison]);
+    }
+
+    #[test]
+    fn every_row_has_a_latest_point_and_a_refusal_is_due_at_its_call() {
+        let healthy = State::default();
+        let poisoned = State {
+            poisoned: true,
+            ..State::default()
+        };
+        let disposed = State {
+            disposed: true,
+            ..State::default()
+        };
+        assert_eq!(latest(Kind::Prompt, healthy), Latest::Run);
+        assert_eq!(latest(Kind::Library, healthy), Latest::Run);
+        assert_eq!(latest(Kind::Mode, healthy), Latest::Write);
+        assert_eq!(latest(Kind::UnknownMode, healthy), Latest::Delivery);
+        assert_eq!(latest(Kind::Flush, poisoned), Latest::AcceptedWork);
+        assert_eq!(latest(Kind::Dispose, disposed), Latest::AcceptedWork);
+        assert_eq!(latest(Kind::Control, disposed), Latest::AtOnce);
+        for kind in [Kind::Prompt, Kind::Mode, Kind::Library] {
+            assert_eq!(latest(kind, poisoned), Latest::Delivery, "{kind:?} poisoned");
+            assert_eq!(latest(kind, disposed), Latest::Delivery, "{kind:?} disposed");
+        }
     }
 }

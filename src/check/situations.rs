@@ -384,6 +384,12 @@ pub fn situations() -> &'static [Situation] {
             |t| failure_line(t).is_some_and(|line| t.ops.iter().any(|info| info.delivered > line));
         "SETTLE-1" Any "an operation delivered after dispose" =>
             |t| t.ops.iter().position(|info| info.operation.name() == "dispose").is_some_and(|index| t.ops.len() > index + 1);
+        "SETTLE-2" Any "a flush or dispose waiting for a prompt's run" =>
+            |t| t.ops.iter().any(|info| matches!(info.operation, Operation::Flush | Operation::Dispose) && t.ops.iter().any(|prompt| prompt.is_prompt_like() && prompt.delivered < info.delivered && prompt.run_finished.is_none_or(|finished| finished > info.delivered)));
+        "SETTLE-2" Any "a mode's write answered" =>
+            |t| t.writes.iter().any(|write| write.answer.is_some());
+        "SETTLE-2" Any "an observer answering after its run was stored" =>
+            |t| t.notifications.iter().any(|n| n.answer.is_some_and(|(at, _)| n.op.is_some_and(|op| t.ops.iter().any(|info| info.op == op && info.settled.is_some_and(|(settled, _)| settled < at)))));
         "REF-1" Any "an operation settled" =>
             |t| t.ops.iter().any(|info| info.settled.is_some());
         "REF-1" Any "an observer told of an event" =>

@@ -174,16 +174,7 @@ impl Namer {
 
 /// The effect an event of the world's side answers, if it is one.
 pub fn answered(event: &Event) -> Option<EffectId> {
-    match event {
-        Event::ModelChunk { effect, .. }
-        | Event::ModelResponse { effect, .. }
-        | Event::ToolAnswer { effect, .. }
-        | Event::HookAnswer { effect, .. }
-        | Event::AppendAnswer { effect, .. }
-        | Event::WriteAnswer { effect, .. }
-        | Event::NotifyAnswer { effect, .. } => Some(*effect),
-        _ => None,
-    }
+    event.answered()
 }
 
 #[cfg(test)]

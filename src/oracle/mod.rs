@@ -175,7 +175,7 @@ impl Seen<'_> {
 
 /// Whether an event is the world's input to the runtime (an operation or an answer).
 fn is_input(event: &Event) -> bool {
-    matches!(event, Event::Deliver { .. }) || answered(event).is_some()
+    event.is_input()
 }
 
 /// What the world gave, as the input a subject takes.

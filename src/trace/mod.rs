@@ -204,6 +204,27 @@ pub enum Event {
 }
 
 impl Event {
+    /// Whether the event is the world's input to the runtime: an operation delivered or an
+    /// effect answered. The outputs between one input and the next are one step of the runtime,
+    /// issued until it was quiescent.
+    pub fn is_input(&self) -> bool {
+        matches!(self, Event::Deliver { .. }) || self.answered().is_some()
+    }
+
+    /// The effect this event answers, if it is the world's answer to one.
+    pub fn answered(&self) -> Option<EffectId> {
+        match self {
+            Event::ModelChunk { effect, .. }
+            | Event::ModelResponse { effect, .. }
+            | Event::ToolAnswer { effect, .. }
+            | Event::HookAnswer { effect, .. }
+            | Event::AppendAnswer { effect, .. }
+            | Event::WriteAnswer { effect, .. }
+            | Event::NotifyAnswer { effect, .. } => Some(*effect),
+            _ => None,
+        }
+    }
+
     /// The event that records `effect` as the subject issued it (before any answer); its
     /// contents move into the event.
     pub fn from_effect(effect: Effect) -> Event {

@@ -67,29 +67,6 @@ impl Bug for WrongQueue {
     }
 }
 
-/// Control calls resolve only when the runtime next does something: their settlements wait
-/// for the world's next input and come before anything it produces.
-#[derive(Default)]
-pub(crate) struct ControlSettlesLate {
-    held: Vec<Effect>,
-}
-
-impl Bug for ControlSettlesLate {
-    fn input(&mut self, input: Input, seam: &mut Seam) {
-        for settled in self.held.drain(..) {
-            seam.emit(settled);
-        }
-        seam.deliver(input);
-    }
-
-    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
-        match &effect {
-            Effect::Settled { op, .. } if seam.watch().controls.contains(op) => self.held.push(effect),
-            _ => seam.emit(effect),
-        }
-    }
-}
-
 /// The step bound is read off by one: the agent is built with maxSteps + 1.
 #[derive(Default)]
 pub(crate) struct MaxStepsOffByOne;

@@ -168,7 +168,22 @@ zoo! {
     /// `followUp()` is delivered like a steer, mid-run.
     FollowUpAsSteer = "follow-up-as-steer", canonical, || Box::new(control::WrongQueue { meant: control::Queue::FollowUp });
     /// Control calls resolve only when the runtime next does something.
-    ControlSettlesLate = "control-settles-late", canonical, || Box::<control::ControlSettlesLate>::default();
+    ControlSettlesLate = "control-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::Control);
+    /// prompt() resolves (or rejects) only when the world next speaks (SETTLE-2's prompt row).
+    PromptSettlesLate = "prompt-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::Prompt);
+    /// A mode settles only when the world next speaks after its write was answered.
+    ModeSettlesLate = "mode-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::Mode);
+    /// An unknown mode's rejection waits for the world's next input.
+    UnknownModeSettlesLate = "unknown-mode-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::UnknownMode);
+    /// The library call settles only when the world next speaks.
+    LibrarySettlesLate = "library-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::Library);
+    /// flush() settles only when the world next speaks after its awaited work finished.
+    FlushSettlesLate = "flush-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::Flush);
+    /// dispose() settles only when the world next speaks after its awaited work finished.
+    DisposeSettlesLate = "dispose-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::Dispose);
+    /// A prompt refused at its call (poisoned or disposed) is refused through the queue's tail,
+    /// once the world next speaks.
+    RefusalSettlesLate = "refusal-settles-late", canonical, || settle::SettlesLate::boxed(settle::Late::Refusal);
     /// An unknown mode name falls back to `print`.
     UnknownModeFallsBackToPrint = "unknown-mode-falls-back-to-print", canonical, || Box::<modes::UnknownModeFallsBackToPrint>::default();
     /// The sink's error is wrapped in a mode error instead of returned unchanged.

@@ -1,6 +1,8 @@
 //! Settlement bugs: an operation settled in a way the table of allowed outcomes
 //! (`check::settle::allowed`, conformance.md's SETTLE) never allows in the state it met. One bug
-//! per row of the table; the prompt's row is [`super::queue::BusyPromptRejected`].
+//! per row of the table; the prompt's row is [`super::queue::BusyPromptRejected`]. And one per
+//! row of the table's last column, *by when* ([`SettlesLate`]): an operation that settles with
+//! the right value, but only once the world speaks again.
 //!
 //! Each is a wiring a runtime's author could plausibly write: a closed runtime that refuses
 //! every call, a dispose that reports the failure it closes on, an adapter that wraps the errors
@@ -9,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use crate::model::{Operation, OperationKind};
-use crate::runtime::{Cause, Effect, Input, OpId, OpValue, Settlement};
+use crate::runtime::{Cause, Effect, Input, Mode, OpId, OpValue, Settlement};
 
 use super::seam::{Bug, Seam, Watch};
 
@@ -138,4 +140,94 @@ pub(crate) fn unknown_mode_code_renamed() -> Box<dyn Bug> {
         ))),
         _ => None,
     })
+}
+
+/// Which settlements [`SettlesLate`] holds back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Late {
+    /// prompt(): a promise chained on something that only moves when the runtime next wakes.
+    Prompt,
+    /// A known mode: its settlement after the sink answered.
+    Mode,
+    /// A mode name it does not know: the validation queued behind the runtime's next turn.
+    UnknownMode,
+    /// The library call.
+    Library,
+    /// flush().
+    Flush,
+    /// dispose(), every call of it.
+    Dispose,
+    /// steer(), followUp(), abort().
+    Control,
+    /// A prompt refused at its call (poisoned, disposed): the refusal queued behind the tail.
+    Refusal,
+}
+
+impl Late {
+    fn holds(self, operation: &Operation) -> bool {
+        match (self, operation) {
+            (Late::Prompt, Operation::Prompt { .. })
+            | (Late::Library, Operation::Library { .. })
+            | (Late::Flush, Operation::Flush)
+            | (Late::Dispose, Operation::Dispose)
+            | (Late::Control, Operation::Steer { .. } | Operation::FollowUp { .. } | Operation::Abort) => true,
+            (Late::Mode, Operation::Mode { mode, .. }) => Mode::parse(mode).is_some(),
+            (Late::UnknownMode, Operation::Mode { mode, .. }) => Mode::parse(mode).is_none(),
+            _ => false,
+        }
+    }
+}
+
+/// An operation that settles with the right value, but late: its settlement waits for the
+/// world's next input and comes before anything that input produces (a resolution scheduled on
+/// a timer or on the next event of a bus, a refusal that goes through the queue's tail).
+pub(crate) struct SettlesLate {
+    late: Late,
+    ops: BTreeSet<OpId>,
+    /// The prompt-like operation the input being handled delivered (for [`Late::Refusal`]).
+    delivering: Option<OpId>,
+    held: Vec<Effect>,
+}
+
+impl SettlesLate {
+    pub(crate) fn boxed(late: Late) -> Box<dyn Bug> {
+        Box::new(SettlesLate {
+            late,
+            ops: BTreeSet::new(),
+            delivering: None,
+            held: Vec::new(),
+        })
+    }
+}
+
+impl Bug for SettlesLate {
+    fn input(&mut self, input: Input, seam: &mut Seam) {
+        for settled in self.held.drain(..) {
+            seam.emit(settled);
+        }
+        self.delivering = None;
+        if let Input::Operation { op, operation } = &input {
+            if self.late.holds(operation) {
+                self.ops.insert(*op);
+            }
+            if operation.is_prompt_like() {
+                self.delivering = Some(*op);
+            }
+        }
+        seam.deliver(input);
+    }
+
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        let hold = match &effect {
+            Effect::Settled { op, settlement } => match self.late {
+                Late::Refusal => self.delivering == Some(*op) && matches!(settlement, Settlement::Rejected(_)),
+                _ => self.ops.contains(op),
+            },
+            _ => false,
+        };
+        match hold {
+            true => self.held.push(effect),
+            false => seam.emit(effect),
+        }
+    }
 }

@@ -821,6 +821,43 @@ pub(crate) const BITES: &[Bite] = &[
         "lifecycle/flush-after-dispose",
         "flush-rejected-after-dispose",
     ),
+    // SETTLE-2, one seam mutant per row of the table's last column.
+    mutant(
+        "SETTLE-2.a",
+        "lifecycle/dispose-twice-same-outcome",
+        "prompt-settles-late",
+    ),
+    edit(
+        "SETTLE-2.a",
+        "persist/parent-chain-across-three-prompts",
+        clauses::prompt_settles_one_step_late,
+    ),
+    mutant(
+        "SETTLE-2.a",
+        "modes/library-settles-when-stored",
+        "library-settles-late",
+    ),
+    mutant(
+        "SETTLE-2.b",
+        "interleaving/operations-during-mode-write",
+        "mode-settles-late",
+    ),
+    mutant(
+        "SETTLE-2.c",
+        "modes/unknown-mode-while-busy",
+        "unknown-mode-settles-late",
+    ),
+    mutant("SETTLE-2.c", "lifecycle/dispose-mid-stream", "refusal-settles-late"),
+    mutant(
+        "SETTLE-2.d",
+        "lifecycle/flush-ignores-later-prompts",
+        "flush-settles-late",
+    ),
+    mutant(
+        "SETTLE-2.e",
+        "lifecycle/dispose-during-mode-write",
+        "dispose-settles-late",
+    ),
     edit(
         "MODE-1.a",
         "modes/print-writes-final-assistant-text",
@@ -1058,11 +1095,9 @@ pub(crate) const BITES: &[Bite] = &[
         "persist/no-append-while-agent-runs",
         clauses::prompt_appended_before_its_first_request,
     ),
-    edit(
-        "REF-1.a",
-        "persist/parent-chain-across-three-prompts",
-        clauses::prompt_settles_one_step_late,
-    ),
+    // A mode queued behind dispose never runs: its model request is missing, and no rule
+    // judges a mode's run being dropped (the queue rules judge prompts).
+    mutant("REF-1.a", "modes/modes-share-one-queue", "dispose-drops-queued"),
     edit(
         "REF-1.b",
         "persist/parent-chain-across-three-prompts",

@@ -1262,7 +1262,7 @@ pub(crate) fn steer_stored_between_call_and_result(trace: &mut Trace, store: &mu
     store.insert(at, entry);
 }
 
-/// REF-1.a: the first prompt settles one step late: behind the input that followed its
+/// SETTLE-2.a: the first prompt settles one step late: behind the input that followed its
 /// settlement, as a runtime that resolves on a later tick would.
 pub(crate) fn prompt_settles_one_step_late(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
     let (_, op) = delivery(trace, "prompt", 0);
@@ -1274,19 +1274,7 @@ pub(crate) fn prompt_settles_one_step_late(trace: &mut Trace, _: &mut Vec<Sessio
     let settled = trace.events.remove(at);
     let next_input = trace.events[at..]
         .iter()
-        .position(|event| {
-            matches!(
-                event,
-                Event::Deliver { .. }
-                    | Event::ModelChunk { .. }
-                    | Event::ModelResponse { .. }
-                    | Event::ToolAnswer { .. }
-                    | Event::HookAnswer { .. }
-                    | Event::AppendAnswer { .. }
-                    | Event::WriteAnswer { .. }
-                    | Event::NotifyAnswer { .. }
-            )
-        })
+        .position(Event::is_input)
         .expect("an input follows the prompt's settlement");
     trace.events.insert(at + next_input + 1, settled);
 }
