@@ -79,11 +79,21 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
                 ),
             ));
         }
-        // A prompt's result counts its requests (a mode's run ends at its write, where the
-        // timeline stops attributing; its result is judged by MODE-1).
-        let prompt = matches!(info.operation, Operation::Prompt { .. });
+        // A prompt's or a mode's result counts its requests (a mode's requests all come before
+        // its output, while the timeline still attributes them to it).
+        let prompt = matches!(info.operation, Operation::Prompt { .. } | Operation::Mode { .. });
         if let (true, Some((line, Settlement::Resolved(OpValue::Run(result))))) = (prompt, info.settled) {
-            if result.steps as usize != requests.len() {
+            // A mode that wrote before its run's work was done (a header line) is no longer
+            // attributed its later requests: those issued before it settled while no run was in
+            // progress are its own.
+            let unattributed = match info.operation {
+                Operation::Mode { .. } => (timeline.requests.iter())
+                    .filter(|request| request.op.is_none() && request.line > info.delivered && request.line < line)
+                    .count(),
+                _ => 0,
+            };
+            let made = requests.len() + unattributed;
+            if result.steps as usize != made {
                 violations.push(Violation::new(
                     "AGENT-1.d",
                     &[line],
@@ -91,7 +101,7 @@ pub fn runs_bounded_by_max_steps(timeline: &Timeline<'_>) -> Vec<Violation> {
                         "{} reported {}, but its run made {}",
                         info.op,
                         super::counted(result.steps as usize, "step", "steps"),
-                        super::counted(requests.len(), "model request", "model requests")
+                        super::counted(made, "model request", "model requests")
                     ),
                 ));
             }

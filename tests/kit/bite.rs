@@ -786,6 +786,9 @@ pub(crate) const BITES: &[Bite] = &[
         "lifecycle/dispose-while-committing-with-queued-prompt",
         "dispose-drops-queued",
     ),
+    // A queue that starts the next run only once the previous one settled: behind a mode, it
+    // waits for the sink's answer.
+    mutant("QUEUE-1.d", "modes/modes-share-one-queue", "dispose-drops-queued"),
     edit(
         "SETTLE-1.a",
         "persist/two-prompts-near-simultaneous",
@@ -1095,9 +1098,11 @@ pub(crate) const BITES: &[Bite] = &[
         "persist/no-append-while-agent-runs",
         clauses::prompt_appended_before_its_first_request,
     ),
-    // A mode queued behind dispose never runs: its model request is missing, and no rule
-    // judges a mode's run being dropped (the queue rules judge prompts).
-    mutant("REF-1.a", "modes/modes-share-one-queue", "dispose-drops-queued"),
+    edit(
+        "REF-1.a",
+        "observers/turn-end-observer-told-each-turn",
+        clauses::last_turn_end_never_told,
+    ),
     edit(
         "REF-1.b",
         "persist/parent-chain-across-three-prompts",

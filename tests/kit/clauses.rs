@@ -1335,3 +1335,27 @@ fn first_append_and_answer(trace: &mut Trace) -> (Event, Event) {
     let answer = trace.events.remove(answer);
     (trace.events.remove(append), answer)
 }
+
+/// REF-1.a: the observer of turns is never told of the run's last turn (its `turn_end` and the
+/// answer to it are gone): no rule counts an observer's turns, the reference tells it.
+pub(crate) fn last_turn_end_never_told(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let at = trace
+        .events
+        .iter()
+        .rposition(|event| {
+            matches!(
+                event,
+                Event::Notify {
+                    agent_event: ObservedEvent::TurnEnd { .. },
+                    ..
+                }
+            )
+        })
+        .expect("the observer is told of turns");
+    let Event::Notify { effect, .. } = trace.events.remove(at) else {
+        unreachable!("found above")
+    };
+    trace
+        .events
+        .retain(|event| !matches!(event, Event::NotifyAnswer { effect: answered, .. } if *answered == effect));
+}
