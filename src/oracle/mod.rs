@@ -311,6 +311,7 @@ fn replay_steps(
             let event = Event::Restored {
                 leaf: restored.leaf,
                 messages: restored.messages,
+                probed: ours.subject.state().is_some(),
             };
             ours.side.take(index, &event, freedoms, &mut our_step);
             ours.trace.push(event);

@@ -93,9 +93,14 @@ impl NetChange {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// The subject was created from the session; `messages` is the restored transcript length.
+    /// `probed`: the subject reports its own state at every quiescent point (an adapter's
+    /// `hello.probes` holds `state`; the reference does): [`Event::State`] then records each
+    /// change of it, and PERSIST-10 judges it.
     Restored {
         leaf: Option<String>,
         messages: usize,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        probed: bool,
     },
     RestoreFailed {
         cause: Cause,
@@ -195,6 +200,13 @@ pub enum Event {
         stored: Vec<String>,
         outcome: Result<Vec<String>, Cause>,
     },
+    /// The subject's own state, as it reported it at the end of a step (a state probe): its
+    /// leaf and how many appends it counts as persisted since it was restored. Recorded only
+    /// when it differs from the state before (at first the restored leaf and 0).
+    State {
+        leaf: Option<String>,
+        persisted: u64,
+    },
     /// The run ended: nothing was enabled. `pending` effects never completed; `undelivered`
     /// operations never had their `after` condition hold.
     End {
@@ -247,6 +259,53 @@ impl Event {
             Effect::AbortSignal { signal } => Event::AbortSignal { signal },
             Effect::Settled { op, settlement } => Event::Settled { op, settlement },
         }
+    }
+}
+
+/// What a subject that probes its state reports at the end of a step: its leaf, and how many
+/// appends it counts as persisted (accepted by the store) since it was restored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateProbe {
+    pub leaf: Option<String>,
+    pub persisted: u64,
+}
+
+impl StateProbe {
+    /// The state of a runtime just restored at `leaf`: nothing persisted yet.
+    pub fn restored(leaf: Option<&str>) -> StateProbe {
+        StateProbe {
+            leaf: leaf.map(str::to_string),
+            persisted: 0,
+        }
+    }
+}
+
+/// Records a probing subject's state in a trace, only where it changed: what every driver of a
+/// subject (the scheduler, the networked world) calls after the restore and after each step.
+#[derive(Debug, Clone, Default)]
+pub struct StateRecorder {
+    last: Option<StateProbe>,
+}
+
+impl StateRecorder {
+    /// After the restore at `leaf`: the state a probing subject starts from.
+    pub fn restored(leaf: Option<&str>) -> StateRecorder {
+        StateRecorder {
+            last: Some(StateProbe::restored(leaf)),
+        }
+    }
+
+    /// The event to record for `probe`, the subject's state now, if it changed.
+    pub fn observe(&mut self, probe: Option<StateProbe>) -> Option<Event> {
+        let probe = probe?;
+        if self.last.as_ref() == Some(&probe) {
+            return None;
+        }
+        self.last = Some(probe.clone());
+        Some(Event::State {
+            leaf: probe.leaf,
+            persisted: probe.persisted,
+        })
     }
 }
 
@@ -311,7 +370,7 @@ pub fn render_line(number: usize, event: &Event) -> String {
 
 fn describe(event: &Event) -> (String, &'static str, String) {
     match event {
-        Event::Restored { leaf, messages } => (
+        Event::Restored { leaf, messages, .. } => (
             "-".into(),
             "restored",
             format!("leaf={} messages={messages}", leaf.as_deref().unwrap_or("null")),
@@ -441,6 +500,11 @@ fn describe(event: &Event) -> (String, &'static str, String) {
                     Err(cause) => format!("failed {cause}"),
                 }
             ),
+        ),
+        Event::State { leaf, persisted } => (
+            "-".into(),
+            "state",
+            format!("leaf={} persisted={persisted}", leaf.as_deref().unwrap_or("null")),
         ),
         Event::End { pending, undelivered } => {
             let pending: Vec<String> = pending.iter().map(ToString::to_string).collect();
