@@ -328,6 +328,9 @@ RULE_CAUSES: Dict[str, List[str]] = {
         "abort-drops",
     ],
     "MODE-1": ["json-mode", "print-newline"],
+    # The state probe: the store accepted an append that a cancelled turn was awaiting, so
+    # aelix's JsonlSessionStorage.append_entry never reached `_current_leaf_id = ...`.
+    "PERSIST-10": ["mode-disposes-host", "dispose-aborts", "abort-cancels"],
     "MODE-2": ["json-mode", "interactive", "unknown-mode", "mode-disposes-host", "no-queue"],
     "SETTLE-1": [
         "unknown-mode",
