@@ -422,6 +422,14 @@ VERDICTS: Dict[tuple, str] = {}
 #: which `run` allows and `explore --expect` counts as listed. A pair exploration newly finds is
 #: reported UNEXPECTED there: add it here with its message.
 EXPLORED: List[tuple] = [
+    ('agent/abort-after-last-chunk-closes-tool-calls', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-2` with 2 persisted, but the store had accepted 3 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('agent/abort-during-before-hook', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 4 persisted, but the store had accepted 5 appends (the newest: `entry-5`): the leaf advances after each accepted append"),
+    ('agent/abort-mid-stream', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 3 persisted, but the store had accepted 4 appends (the newest: `entry-2`): the leaf advances after each accepted append"),
+    ('agent/abort-reaches-only-active-run', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-2` with 2 persisted, but the store had accepted 3 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('lifecycle/dispose-mid-stream', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-1` with 1 persisted, but the store had accepted 2 appends (the newest: `entry-2`): the leaf advances after each accepted append"),
+    ('lifecycle/dispose-twice-across-queue', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 3 persisted, but the store had accepted 4 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('lifecycle/every-operation-settles', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 3 persisted, but the store had accepted 4 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('poison/queued-mode-rejected-without-write', 'PERSIST-10', "at the end of this step the runtime's leaf is `old-assistant` with 0 persisted, but the store had accepted 1 append (the newest: `entry-2`): the leaf advances after each accepted append"),
     ('agent/abort-during-persist-changes-nothing', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),
     ('lifecycle/dispose-twice-same-outcome', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),
     ('lifecycle/dispose-twice-while-poisoned', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),
