@@ -126,6 +126,11 @@ pub struct Tally {
     /// oracle): explained by another rule, and judged by REF-1 alone.
     pub differences_explained: u64,
     pub differences_unexplained: u64,
+    /// Some trace was judged, and some judged trace's subject probed its state: without a
+    /// probe, the rules that read one ([`crate::check::PROBED_RULES`]) are not judged, and a
+    /// level counts them neither held nor broken.
+    pub traces_seen: bool,
+    pub traces_probed: bool,
     findings: BTreeMap<(String, String), Finding>,
 }
 
@@ -177,9 +182,26 @@ impl Tally {
         self.broken_rules.extend(rules.iter().cloned());
     }
 
+    /// Counts a judged trace: whether its subject probed its state (`Event::Restored`).
+    pub fn saw_trace(&mut self, trace: &crate::trace::Trace) {
+        self.traces_seen = true;
+        self.traces_probed |= trace
+            .events
+            .iter()
+            .any(|event| matches!(event, crate::trace::Event::Restored { probed: true, .. }));
+    }
+
+    /// Whether `rule` was judged: every rule but those that read a state probe when no judged
+    /// trace carried one.
+    pub fn judged(&self, rule: &str) -> bool {
+        !(self.traces_seen && !self.traces_probed && crate::check::PROBED_RULES.contains(&rule))
+    }
+
     /// Adds everything `other` counted (after it, in order).
     pub fn merge(&mut self, other: Tally) {
         self.cases += other.cases;
+        self.traces_seen |= other.traces_seen;
+        self.traces_probed |= other.traces_probed;
         self.differences_explained += other.differences_explained;
         self.differences_unexplained += other.differences_unexplained;
         for (rule, count) in other.roots {
@@ -216,7 +238,7 @@ impl Tally {
     /// `(rules held, rules judged)` per level: a rule holds when no case broke it.
     pub fn level_counts(&self, selection: &Selection) -> BTreeMap<Level, (usize, usize)> {
         let mut counts: BTreeMap<Level, (usize, usize)> = BTreeMap::new();
-        for rule in selection.rules() {
+        for rule in selection.rules().filter(|rule| self.judged(rule.id)) {
             let slot = counts.entry(rule.level).or_default();
             slot.1 += 1;
             if !self.broken_rules.contains(rule.id) {

@@ -28,7 +28,7 @@
 //! - [`scenario`]: the scenario file format and its errors (file, line, field).
 //! - [`store`]: Pi's JSONL session file: parsing with line numbers, `check_session`, and the
 //!   append-only `FileStore` on a real or turmoil-simulated disk.
-//! - [`trace`]: typed events, the one-line rendering and JSON.
+//! - [`trace`]: typed events, the one-line rendering (`render.rs`) and JSON.
 //! - [`check`]: the rule catalogue and its checkers; each rule's situations (what makes it
 //!   non-vacuous, counted by `explore --coverage`); scenario expectations.
 //! - [`shrink`]: a failing schedule shrunk to a minimal scenario file with its schedule pinned.

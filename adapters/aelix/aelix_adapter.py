@@ -56,11 +56,23 @@ from agentsim_adapter import (  # noqa: E402
     RestoreFailed,
     RunBroken,
     Started,
+    State,
     run_result,
     serve,
 )
 
 PACKAGES = ("aelix-agent-core", "aelix-coding-agent", "aelix-ai")
+
+
+def _returned(coroutine: Any) -> Any:
+    """What a coroutine that awaits nothing returns (aelix's storage getters): an accessor that
+    would wait is a mapping error, not a value."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise ProtocolUsageError("an aelix accessor read for the state probe awaited something")
 
 
 def _load_aelix() -> Dict[str, Any]:
@@ -578,6 +590,9 @@ class AelixAdapter(Adapter):
         # docs/protocol.md: `mode:<name>` declares one output mode unsupported.
         "mode:interactive": INTERACTIVE_UNSUPPORTED,
     }
+    # The state probe: aelix's own leaf (JsonlSessionStorage.get_leaf_id) and entries
+    # (get_entries), read at every `idle` (state below).
+    probes = ("state",)
 
     def __init__(self) -> None:
         self.fresh_run_state()
@@ -649,9 +664,22 @@ class AelixAdapter(Adapter):
         self.fs.restoring = False
         self.session = session
         self.repo = repo
+        # The state probe's baseline: the entries aelix's storage holds once restored (a `leaf`
+        # entry its move_to wrote included).
+        self.restored_entries = len(await storage.get_entries())
         restored = A["build_session_context"](branch)
         await self.build_runtime(scenario, restored.messages)
         return Started(await storage.get_leaf_id(), len(restored.messages))
+
+    def state(self) -> State:
+        """aelix's own leaf and the entries its storage took since the restore. Both are
+        ``async def`` methods of JsonlSessionStorage that await nothing (they read its
+        ``_current_leaf_id`` and ``_entries``): each is run to its return here, outside the
+        run's event loop, without a loop of its own."""
+        storage = self.session.get_storage()
+        leaf = _returned(storage.get_leaf_id())
+        entries = _returned(storage.get_entries())
+        return State(leaf, len(entries) - self.restored_entries)
 
     def _restore_failed(self, error: Any, session_entries: List[Any]) -> RestoreFailed:
         # aelix's tree walk has two diagnostics: a leaf no entry has (`not_found`) and a parent

@@ -328,6 +328,9 @@ RULE_CAUSES: Dict[str, List[str]] = {
         "abort-drops",
     ],
     "MODE-1": ["json-mode", "print-newline"],
+    # The state probe: the store accepted an append that a cancelled turn was awaiting, so
+    # aelix's JsonlSessionStorage.append_entry never reached `_current_leaf_id = ...`.
+    "PERSIST-10": ["mode-disposes-host", "dispose-aborts", "abort-cancels"],
     "MODE-2": ["json-mode", "interactive", "unknown-mode", "mode-disposes-host", "no-queue"],
     "SETTLE-1": [
         "unknown-mode",
@@ -434,6 +437,14 @@ EXPLORED: List[tuple] = [
     ('poison/queued-mode-rejected-without-write', 'SETTLE-2', 'mode op#2 had to settle by the step after its delivery (mode op#2, line 10), before the world answered fx#4 (line 12); it did so only at line 35'),
     ('poison/queued-prompts-never-reach-model', 'SETTLE-2', 'prompt op#2 had to settle by the step after its delivery (prompt op#2, line 10), before the world answered fx#4 (line 12); it did so only at line 17'),
     ('poison/two-prompts-dispose-failing-append', 'SETTLE-2', 'prompt op#2 had to settle by the step after its delivery (prompt op#2, line 10), before the world answered fx#4 (line 12); it did so only at line 17'),
+    ('agent/abort-after-last-chunk-closes-tool-calls', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-2` with 2 persisted, but the store had accepted 3 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('agent/abort-during-before-hook', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 4 persisted, but the store had accepted 5 appends (the newest: `entry-5`): the leaf advances after each accepted append"),
+    ('agent/abort-mid-stream', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 3 persisted, but the store had accepted 4 appends (the newest: `entry-2`): the leaf advances after each accepted append"),
+    ('agent/abort-reaches-only-active-run', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-2` with 2 persisted, but the store had accepted 3 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('lifecycle/dispose-mid-stream', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-1` with 1 persisted, but the store had accepted 2 appends (the newest: `entry-2`): the leaf advances after each accepted append"),
+    ('lifecycle/dispose-twice-across-queue', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 3 persisted, but the store had accepted 4 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('lifecycle/every-operation-settles', 'PERSIST-10', "at the end of this step the runtime's leaf is `entry-4` with 3 persisted, but the store had accepted 4 appends (the newest: `entry-3`): the leaf advances after each accepted append"),
+    ('poison/queued-mode-rejected-without-write', 'PERSIST-10', "at the end of this step the runtime's leaf is `old-assistant` with 0 persisted, but the store had accepted 1 append (the newest: `entry-2`): the leaf advances after each accepted append"),
     ('agent/abort-during-persist-changes-nothing', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),
     ('lifecycle/dispose-twice-same-outcome', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),
     ('lifecycle/dispose-twice-while-poisoned', 'PERSIST-7', "entry `entry-1` was appended before op#1's agent run sent its first model request"),

@@ -622,6 +622,7 @@ function freshRuntime(ctx) {
  * | `waitForIdle(session)`, `dispose(session)` | flush and dispose |
  * | `runMode(runtime, session, mode, text)` | an output mode; `withOutputSink` gives it the `write` effect |
  * | `reset(runtime, dirs)` | what a reset clears beyond the shared state |
+ * | `state(runtime)` | optional, the state probe: `{leaf, persisted}`, the runtime's own leaf and entry count since the restore (declares `probes: ["state"]`) |
  */
 export async function runFamilyAdapter(impl) {
     const dirs = privateWorkDir(impl.workPrefix);
@@ -750,7 +751,10 @@ export async function runFamilyAdapter(impl) {
             implementation: { name: impl.implementation, version },
             features: impl.features,
             unsupported: impl.unsupported,
+            ...(impl.state ? { probes: ["state"] } : {}),
         }),
+        // The state probe: read from the runtime's own session manager, never computed here.
+        state: () => impl.state(runtime),
         async init() {
             if (!setupFailure) {
                 try {

@@ -142,6 +142,8 @@ function restore(scenario, ctx, runtime, dirs) {
     // session file (appendFileSync, below) becomes an `append`, answered before it returns.
     sessionStores.set(file, kitSessionFile(ctx));
     runtime.sessionManager = sessionManager;
+    // The state probe's baseline: the entries Pi's SessionManager holds once the file is opened.
+    runtime.extra.restoredEntries = sessionManager.getEntries().length;
     const restored = restoredContext(sessionManager, {
         code: "pi.hang",
         what: `SessionManager.buildSessionContext() at leaf ${JSON.stringify(sessionManager.getLeafId())}`,
@@ -325,6 +327,12 @@ await runFamilyAdapter({
         }
     },
     restore,
+    // The state probe: Pi's own leaf (SessionManager.getLeafId()) and the entries its
+    // SessionManager holds beyond those it opened (getEntries(): every entry _appendEntry took).
+    state: (runtime) => ({
+        leaf: runtime.sessionManager.getLeafId() ?? null,
+        persisted: runtime.sessionManager.getEntries().length - runtime.extra.restoredEntries,
+    }),
     createSession,
     // Pi's transcript may hold its own message kinds (compactionSummary, branchSummary, custom);
     // pi.convertToLlm is Pi's own mapping of them onto pi-ai messages.

@@ -50,6 +50,7 @@ async fn run(scenario: &'static Scenario, mut subject: Box<dyn Subject + Send>, 
         Ok(restored) => world.push(Event::Restored {
             leaf: restored.leaf,
             messages: restored.messages,
+            probed: false,
         }),
         Err(cause) => world.push(Event::RestoreFailed { cause }),
     }

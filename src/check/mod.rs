@@ -388,6 +388,7 @@ rules! {
         "PERSIST-7" => persist::appends_start_after_the_run, Should,
         "PERSIST-8" => persist::entry_timestamps_come_from_now, Must,
         "PERSIST-9" => persist::stored_session_is_sound, Must,
+        "PERSIST-10" => persist::leaf_names_only_accepted_entries, Must,
         "QUEUE-1" => queue::prompts_run_one_at_a_time_in_order, Must,
         "QUEUE-2" => queue::each_run_appends_its_own_messages, Must,
         "POISON-1" => poison::failing_prompt_rejects_with_the_cause, Must,
@@ -428,6 +429,10 @@ rules! {
         "SETTLE-2" => settle::settled_in_time, Must,
         "REF-1" => reference::same_outputs_as_the_reference_on_the_same_inputs, Must,
 }
+
+/// The rules whose premise is the subject's state probe (`hello.probes`: `state`): a subject
+/// that does not probe is not judged by them, and a report counts them neither held nor broken.
+pub const PROBED_RULES: &[&str] = &["PERSIST-10"];
 
 /// The rule the whole-trace oracle's difference breaks when no other rule does.
 pub const REFERENCE_RULE: &str = "REF-1";

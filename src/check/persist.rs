@@ -4,7 +4,7 @@
 use crate::model::{parse_iso_timestamp, Message, SessionEntry};
 use crate::runtime::{OpId, OpValue, Settlement};
 use crate::store::{check_stored_entries, FindingCode, SessionFinding};
-use crate::trace::AppendAnswer;
+use crate::trace::{AppendAnswer, Event};
 
 use super::timeline::{AppendInfo, OpInfo, Timeline};
 use super::Violation;
@@ -513,6 +513,164 @@ fn not_the_runtimes(
             result_call(entry).is_some_and(|answer| lost.iter().any(|lost| calls(lost).any(|call| call == answer)))
         }
         _ => false,
+    }
+}
+
+/// PERSIST-10: what a subject that probes its state (`hello.probes`: `state`) reports at the end
+/// of every step, against what the store accepted by then. A trace of a subject that does not
+/// probe is not judged. Each step's end is judged once, by the first clause it breaks.
+pub fn leaf_names_only_accepted_entries(timeline: &Timeline<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let Some((restored_line, restored_leaf, _)) = timeline.restored else {
+        return violations;
+    };
+    if !timeline.probed {
+        return violations;
+    }
+    // The store's acceptances in line order: (answer line, entry id).
+    let mut accepted: Vec<(usize, &str)> = timeline
+        .appends
+        .iter()
+        .filter_map(|append| match append.answer {
+            Some((line, AppendAnswer::Ok)) => Some((line, append.entry.id.as_str())),
+            _ => None,
+        })
+        .collect();
+    accepted.sort_unstable();
+    // The state in force: the restored one, then each probe's (the trace records changes only).
+    let mut state: (Option<&str>, u64, Option<usize>) = (restored_leaf, 0, None);
+    let mut states = timeline.states.iter().peekable();
+    // A lag already reported (PERSIST-10.c), so that one lag is one violation.
+    let mut lagging = false;
+    let events = timeline.events;
+    // Where the current step began: the restore, then each input.
+    let mut step_start = restored_line;
+    for (line, event) in events.iter().enumerate().skip(restored_line) {
+        if is_world_input(event) {
+            step_start = line;
+        }
+        while let Some(&&(at, leaf, persisted)) = states.peek() {
+            if at > line {
+                break;
+            }
+            state = (leaf, persisted, Some(at));
+            states.next();
+        }
+        // A step ends where the next input comes, or the trace ends.
+        // A trace cut short (a prefix, when the root cause is placed) is not judged after its
+        // last complete step.
+        let step_ends = match events.get(line + 1) {
+            None => false,
+            Some(next) => is_world_input(next) || matches!(next, Event::End { .. }),
+        };
+        if !step_ends || matches!(event, Event::End { .. }) {
+            continue;
+        }
+        let so_far: Vec<(usize, &str)> = accepted.iter().copied().filter(|(at, _)| *at <= line).collect();
+        let (leaf, persisted, probe_line) = state;
+        let shown: Vec<usize> = probe_line
+            .into_iter()
+            .chain(Some(line).filter(|_| probe_line.is_none()))
+            .collect();
+        let accepted_leaf = leaf.is_some_and(|leaf| so_far.iter().any(|(_, id)| *id == leaf));
+        if leaf != restored_leaf && !accepted_leaf {
+            let issued = leaf.and_then(|leaf| timeline.appends.iter().find(|append| append.entry.id == leaf));
+            violations.push(Violation::new(
+                "PERSIST-10.a",
+                &shown
+                    .iter()
+                    .copied()
+                    .chain(issued.map(|append| append.line))
+                    .collect::<Vec<_>>(),
+                format!(
+                    "the runtime's leaf is {} at the end of this step, which the store had not accepted{}",
+                    leaf.map_or_else(|| "none".to_string(), |leaf| format!("`{leaf}`")),
+                    match issued {
+                        Some(append) => match append.answer {
+                            Some((at, answer)) if at <= line => {
+                                format!(" (its append was answered {})", describe_answer(answer))
+                            }
+                            _ if append.line > line => " (its append was issued only later)".to_string(),
+                            _ => " (its append was still unanswered)".to_string(),
+                        },
+                        None => " (no append issued it)".to_string(),
+                    }
+                ),
+            ));
+            lagging = false;
+            continue;
+        }
+        if persisted > so_far.len() as u64 {
+            violations.push(Violation::new(
+                "PERSIST-10.b",
+                &shown,
+                format!(
+                    "the runtime counts {} as persisted, but the store had accepted {}",
+                    super::counted(persisted as usize, "append", "appends"),
+                    so_far.len()
+                ),
+            ));
+            lagging = false;
+            continue;
+        }
+        // A step that leaves an append of its own in flight ends with the runtime awaiting it
+        // (or, with a synchronous store, blocked in it): (a) and (b) judge it, (c) the step
+        // after the answer.
+        let in_flight = timeline.appends.iter().any(|append| {
+            append.line > step_start && append.line <= line && append.answer.is_none_or(|(at, _)| at > line)
+        });
+        let newest = so_far.last().map(|(_, id)| *id).or(restored_leaf);
+        if in_flight {
+            continue;
+        }
+        if leaf != newest || persisted != so_far.len() as u64 {
+            if !lagging {
+                violations.push(Violation::new(
+                    "PERSIST-10.c",
+                    &shown
+                        .iter()
+                        .copied()
+                        .chain(so_far.last().map(|(at, _)| *at))
+                        .collect::<Vec<_>>(),
+                    format!(
+                        "at the end of this step the runtime's leaf is {} with {} persisted, but the store had \
+                         accepted {} (the newest: {}): the leaf advances after each accepted append",
+                        leaf.map_or_else(|| "none".to_string(), |leaf| format!("`{leaf}`")),
+                        persisted,
+                        super::counted(so_far.len(), "append", "appends"),
+                        newest.map_or_else(|| "none".to_string(), |leaf| format!("`{leaf}`")),
+                    ),
+                ));
+            }
+            lagging = true;
+        } else {
+            lagging = false;
+        }
+    }
+    violations
+}
+
+/// Whether an event is the world's input to the runtime: an operation delivered, or an answer.
+fn is_world_input(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::Deliver { .. }
+            | Event::ModelChunk { .. }
+            | Event::ModelResponse { .. }
+            | Event::HookAnswer { .. }
+            | Event::ToolAnswer { .. }
+            | Event::AppendAnswer { .. }
+            | Event::WriteAnswer { .. }
+            | Event::NotifyAnswer { .. }
+    )
+}
+
+fn describe_answer(answer: &AppendAnswer) -> String {
+    match answer {
+        AppendAnswer::Ok => "ok".to_string(),
+        AppendAnswer::Rejected { cause } => format!("rejected ({})", cause.code),
+        AppendAnswer::AppliedThenFailed { cause } => format!("applied then failed ({})", cause.code),
+        AppendAnswer::Lost { cause } => format!("lost ({})", cause.code),
     }
 }
 

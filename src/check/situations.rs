@@ -34,6 +34,15 @@ pub struct Situation {
 
 // ----- the state of a run at a line -----
 
+/// Whether anything but a state probe's record (`Event::State`, which a subject that probes
+/// adds at the end of a step) happened between two lines.
+fn events_between(timeline: &Timeline<'_>, from: Line, to: Line) -> bool {
+    timeline
+        .events
+        .get(from + 1..to)
+        .is_some_and(|between| between.iter().any(|event| !matches!(event, Event::State { .. })))
+}
+
 /// Whether an effect issued at `line` was still unanswered at `at`.
 pub(super) fn open_at(issued: Line, answered: Option<Line>, at: Line) -> bool {
     issued < at && answered.is_none_or(|answered| answered > at)
@@ -267,7 +276,7 @@ pub fn situations() -> &'static [Situation] {
         "PERSIST-2" Any "a run of three or more appends" =>
             |t| t.ops.iter().any(|info| t.appends_of(info.op).len() >= 3);
         "PERSIST-3" Any "an append answered after other events" =>
-            |t| t.appends.iter().any(|a| a.answer.is_some_and(|(line, _)| line > a.line + 1));
+            |t| t.appends.iter().any(|a| a.answer.is_some_and(|(line, _)| events_between(t, a.line, line)));
         "PERSIST-4" Any "appends of two runs" =>
             |t| t.ops.iter().filter(|info| !t.appends_of(info.op).is_empty()).count() >= 2;
         "PERSIST-5" Any "a failed append" =>
@@ -278,6 +287,10 @@ pub fn situations() -> &'static [Situation] {
             |t| t.ops.iter().any(|info| t.requests_of(info.op).len() >= 2 && !t.appends_of(info.op).is_empty());
         "PERSIST-8" Any "appends of two runs (the clock moves on)" =>
             |t| t.ops.iter().filter(|info| !t.appends_of(info.op).is_empty()).count() >= 2;
+        "PERSIST-10" Any "a probed runtime whose append was accepted" =>
+            |t| t.probed && t.appends.iter().any(|a| matches!(a.answer, Some((_, AppendAnswer::Ok))));
+        "PERSIST-10" Any "a probed runtime at the end of a step with an append in flight" =>
+            |t| t.probed && t.appends.iter().any(|a| a.answer.is_none_or(|(at, _)| events_between(t, a.line, at)));
         "PERSIST-9" Any "a tool call and its result stored" =>
             |t| t.appends.iter().any(|a| matches!(a.entry.as_message(), Some(Message::ToolResult(_))) && a.answer.is_some_and(|(_, answer)| answer.applied()));
         "PERSIST-9" Any "a run's storing failed after it stored a tool call" =>
@@ -331,7 +344,7 @@ pub fn situations() -> &'static [Situation] {
         "MODE-5" Any "a library call" =>
             |t| t.ops.iter().any(|info| matches!(info.operation, Operation::Library { .. }));
         "MODE-6" Any "a mode's write answered after another effect" =>
-            |t| t.writes.iter().any(|w| w.answer.is_some_and(|(line, _)| line > w.line + 1));
+            |t| t.writes.iter().any(|w| w.answer.is_some_and(|(line, _)| events_between(t, w.line, line)));
         "OBSERVE-1" Any "a message stored while its observer has not answered" =>
             |t| t.notifications.iter().any(|n| matches!(n.event, crate::runtime::ObservedEvent::MessageEnd { .. }) && t.appends.iter().any(|a| open_at(n.line, n.answer.map(|(line, _)| line), a.line)));
         "OBSERVE-1" Any "an observer told of a message that was never stored" =>

@@ -136,6 +136,10 @@ pub struct Timeline<'a> {
     /// The store at the end of the run.
     pub store: &'a [&'a SessionEntry],
     pub restored: Option<(Line, Option<&'a str>, usize)>,
+    /// Whether the subject probed its state (`Event::Restored::probed`): PERSIST-10's premise.
+    pub probed: bool,
+    /// Every change of the subject's probed state: its line, leaf and persisted count.
+    pub states: Vec<(Line, Option<&'a str>, u64)>,
     pub restore_failed: Option<(Line, &'a Cause)>,
     pub ops: Vec<OpInfo<'a>>,
     pub requests: Vec<RequestInfo<'a>>,

@@ -201,7 +201,7 @@ pub(crate) fn level_summary(tally: &crate::findings::Tally, selection: &crate::c
     for level in [crate::check::Level::Must, crate::check::Level::Should] {
         let rules: Vec<&str> = selection
             .rules()
-            .filter(|rule| rule.level == level)
+            .filter(|rule| rule.level == level && tally.judged(rule.id))
             .map(|rule| rule.id)
             .collect();
         if rules.is_empty() {
@@ -249,6 +249,17 @@ pub(crate) fn corpus_summary(
     if !selection.is_all() {
         text.push_str(&format!("judged by {}\n", selection.describe()));
     }
+    let unjudged: Vec<&str> = selection
+        .rules()
+        .map(|rule| rule.id)
+        .filter(|rule| !tally.judged(rule))
+        .collect();
+    if !unjudged.is_empty() {
+        text.push_str(&format!(
+            "not judged: {} (the subject reports no state probe: `hello.probes`)\n",
+            unjudged.join(", ")
+        ));
+    }
     if let Some(hello) = hello {
         for line in super::findings::declared_and_failing(reports, hello, corpus) {
             text.push_str(&line);
@@ -263,6 +274,9 @@ pub(crate) fn corpus_summary(
 pub(crate) fn tally(reports: &[CaseReport], rules_of: &dyn Fn(&str) -> Vec<String>) -> crate::findings::Tally {
     let mut tally = crate::findings::Tally::default();
     for report in reports {
+        if let (Verdict::Passed | Verdict::Failed, Some(outcome)) = (&report.verdict, &report.outcome) {
+            tally.saw_trace(&outcome.trace);
+        }
         match report.verdict {
             Verdict::Failed => tally.add(&report.name, &report.violations, report.divergence.as_ref()),
             Verdict::Broken(_) | Verdict::BadScenario(_) => tally.add_untraced(&rules_of(&report.name)),

@@ -519,6 +519,9 @@ impl ExploreSummary {
         divergence: Option<&crate::protocol::diff::Divergence>,
     ) -> Option<&mut ExploreFailure> {
         violations.retain(|violation| violation.rule == "determinism" || self.selection.judges(&violation.rule));
+        if let (Some(outcome), None) = (outcome, &broken) {
+            self.tally.saw_trace(&outcome.trace);
+        }
         if violations.is_empty() && broken.is_none() {
             self.passed += 1;
             return None;

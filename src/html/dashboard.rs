@@ -207,9 +207,15 @@ fn cell<'c>(column: &'c Column, rule: &str) -> Cell<'c> {
 fn levels(column: &Column) -> BTreeMap<Level, (usize, usize)> {
     let mut counts: BTreeMap<Level, (usize, usize)> = BTreeMap::new();
     for rule in catalogue() {
+        let cell = cell(column, rule.id);
+        // A rule that reads a state probe is not judged on a subject that reports none: it is
+        // neither held nor counted (the report's levels leave it out the same way).
+        if crate::check::PROBED_RULES.contains(&rule.id) && cell.passed == 0 && cell.failing.is_empty() {
+            continue;
+        }
         let slot = counts.entry(rule.level).or_default();
         slot.1 += 1;
-        if cell(column, rule.id).failing.is_empty() {
+        if cell.failing.is_empty() {
             slot.0 += 1;
         }
     }

@@ -52,6 +52,7 @@ pub fn lane_of(event: &Event) -> Lane {
         | Event::Deliver { .. }
         | Event::Settled { .. }
         | Event::AbortSignal { .. }
+        | Event::State { .. }
         | Event::End { .. } => Lane::Operations,
         Event::ModelRequest { .. } | Event::ModelChunk { .. } | Event::ModelResponse { .. } => Lane::Model,
         Event::Hook { .. }

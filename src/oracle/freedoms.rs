@@ -70,6 +70,9 @@ impl Normalizer {
         let mut value = serde_json::to_value(event).expect("trace events always serialize");
         if let Value::Object(object) = &mut value {
             object.remove("effect");
+            // Whether a subject probes its state is what its adapter declares, not an output of
+            // the contract: PERSIST-10 judges what a probe says.
+            object.remove("probed");
             let signal = match event {
                 Event::ModelRequest { signal, .. } | Event::ToolCall { signal, .. } => namer.signal(*signal),
                 _ => None,

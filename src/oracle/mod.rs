@@ -224,6 +224,9 @@ struct Replaying<'s> {
     side: Side,
     pending: BTreeMap<Identity, EffectId>,
     freedoms: Freedoms,
+    /// The subject's state where it changed, recorded as the scheduler records it (no output:
+    /// PERSIST-10 judges it, the comparison never sees it).
+    states: crate::trace::StateRecorder,
 }
 
 impl Replaying<'_> {
@@ -249,6 +252,7 @@ impl Replaying<'_> {
             .deliver(input, &mut effects)
             .map_err(|failure| failure.to_string())?;
         self.record(effects, step);
+        self.trace.events.extend(self.states.observe(self.subject.state()));
         Ok(())
     }
 }
@@ -282,6 +286,7 @@ pub fn replay(scenario: &Scenario, recorded: &Trace, subject: &mut dyn Subject, 
         side: Side::default(),
         pending: BTreeMap::new(),
         freedoms,
+        states: crate::trace::StateRecorder::default(),
     };
     let difference = replay_steps(scenario, recorded, &mut ours, &mut theirs);
     let _ = ours.subject.finish();
@@ -308,13 +313,17 @@ fn replay_steps(
         }
         Ok(Ok(restored)) => {
             let index = ours.trace.events.len();
+            ours.states = crate::trace::StateRecorder::restored(restored.leaf.as_deref());
             let event = Event::Restored {
                 leaf: restored.leaf,
                 messages: restored.messages,
+                probed: ours.subject.state().is_some(),
             };
             ours.side.take(index, &event, freedoms, &mut our_step);
             ours.trace.push(event);
             ours.record(restored.setup, &mut our_step);
+            let state = ours.states.observe(ours.subject.state());
+            ours.trace.events.extend(state);
         }
         Ok(Err(cause)) => {
             let event = Event::RestoreFailed { cause };

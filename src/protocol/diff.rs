@@ -164,6 +164,7 @@ fn without_open_choices(trace: &Trace) -> Trace {
                     rename(parent);
                 }
             }
+            Event::State { leaf, .. } => leaf.iter_mut().for_each(rename),
             Event::Reopened { leaf, stored, outcome } => {
                 leaf.iter_mut().for_each(rename);
                 stored.iter_mut().for_each(rename);
@@ -223,8 +224,7 @@ fn first_difference_of(
     implementation: &Trace,
     comparable: fn(&Event) -> Value,
 ) -> Option<Divergence> {
-    let reference = normalize(reference);
-    let implementation = normalize(implementation);
+    let (reference, implementation) = comparable_probes(normalize(reference), normalize(implementation));
     let length = reference.events.len().max(implementation.events.len());
     for index in 0..length {
         let left = reference.events.get(index);
@@ -264,6 +264,32 @@ fn first_difference_of(
         }
     }
     None
+}
+
+/// Whether a trace's subject probed its state (`Event::Restored::probed`).
+fn probed(trace: &Trace) -> bool {
+    trace
+        .events
+        .iter()
+        .any(|event| matches!(event, Event::Restored { probed: true, .. }))
+}
+
+/// Both traces as they can be compared: when only one subject probed its state (the reference
+/// does, an adapter may not), neither keeps its state events or its mark, so that an adapter
+/// that declares no probe does not diverge where the reference's state changed. PERSIST-10
+/// judges the probes themselves.
+fn comparable_probes(mut reference: Trace, mut implementation: Trace) -> (Trace, Trace) {
+    if probed(&reference) != probed(&implementation) {
+        for trace in [&mut reference, &mut implementation] {
+            trace.events.retain(|event| !matches!(event, Event::State { .. }));
+            for event in &mut trace.events {
+                if let Event::Restored { probed, .. } = event {
+                    *probed = false;
+                }
+            }
+        }
+    }
+    (reference, implementation)
 }
 
 /// The event as JSON with assistant-client fields redacted.
@@ -325,6 +351,7 @@ pub fn normalize(trace: &Trace) -> Trace {
             | Event::RestoreFailed { .. }
             | Event::Deliver { .. }
             | Event::Settled { .. }
+            | Event::State { .. }
             | Event::Net { .. }
             | Event::StoreOpened { .. }
             | Event::Reopened { .. } => {}

@@ -23,6 +23,7 @@
 //! `wire`'s.
 
 mod lines;
+mod probe;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -82,6 +83,8 @@ pub struct ExternalSubject {
     spawned: usize,
     /// The name of the current run, when the runner gave one ([`ExternalSubject::name_run`]).
     run_name: Option<String>,
+    /// The runtime's state as the last `idle` of the run reported it (`hello.probes`: `state`).
+    state: Option<crate::trace::StateProbe>,
     /// The `reset` whose `idle` the kit read last, until the adapter's next line shows nothing
     /// followed that `idle`: the name of the run it ended, if it had one.
     reset_pending: Option<Option<String>>,
@@ -103,6 +106,7 @@ impl ExternalSubject {
             fresh_each_run: false,
             spawned: 0,
             run_name: None,
+            state: None,
             reset_pending: None,
         }
     }
@@ -307,6 +311,19 @@ impl ExternalSubject {
         self.spawned += 1;
         let deadline = Instant::now() + self.step_timeout;
         match self.read_message("`hello`", deadline)? {
+            AdapterMessage::Hello(hello) if !hello.probes.is_empty() && hello.protocol < 2 => {
+                let message = format!(
+                    "`hello` declares probes ({}) but speaks protocol {}: probes are protocol 2",
+                    hello
+                        .probes
+                        .iter()
+                        .map(|probe| format!("{probe:?}").to_ascii_lowercase())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    hello.protocol
+                );
+                Err(self.malformed(message))
+            }
             AdapterMessage::Hello(hello) => {
                 self.hello = Some(hello);
                 Ok(())
@@ -350,6 +367,10 @@ fn describe_wait(input: &Input) -> String {
 impl Subject for ExternalSubject {
     /// `hello.features`: `sync-store` (an append returns only once written: the runtime's
     /// thread waits in it) and `sync-sink` (an output mode's write is synchronous).
+    fn state(&self) -> Option<crate::trace::StateProbe> {
+        self.state.clone()
+    }
+
     fn blocking(&self) -> crate::sim::Blocking {
         let declared = |feature: &str| {
             self.hello
@@ -367,6 +388,7 @@ impl Subject for ExternalSubject {
             self.stop();
         }
         self.failed = false;
+        self.state = None;
         self.effect_ids.clear();
         self.ops_delivered.clear();
         self.ops_named.clear();
@@ -438,8 +460,19 @@ impl Subject for ExternalSubject {
                 AdapterMessage::RestoreFailed { cause } if restored.is_none() => {
                     restored = Some(Err(cause.into()));
                 }
-                AdapterMessage::Idle {} => match restored {
-                    Some(restored) => return Ok(restored),
+                AdapterMessage::Idle { state } => match restored {
+                    Some(restored) => {
+                        let started = restored.is_ok();
+                        let blocked = restored.as_ref().is_ok_and(|restored| self.blocked_in(&restored.setup));
+                        self.take_state(state, started, "`start`")?;
+                        if blocked {
+                            // Blocked in a set-up append: the state is the restored one until it returns.
+                            if let (Some(state), Ok(restored)) = (&mut self.state, &restored) {
+                                *state = crate::trace::StateProbe::restored(restored.leaf.as_deref());
+                            }
+                        }
+                        return Ok(restored);
+                    }
                     None => return Err(self.malformed("`idle` before `started` or `restore_failed`".into())),
                 },
                 AdapterMessage::Error {
@@ -475,7 +508,8 @@ impl Subject for ExternalSubject {
         self.send(&KitMessage::Reset {});
         let deadline = Instant::now() + self.step_timeout;
         match self.read_message("`idle` after `reset`", deadline)? {
-            AdapterMessage::Idle {} => {
+            AdapterMessage::Idle { state } => {
+                self.take_state(state, false, "`reset`")?;
                 // Whether anything follows this `idle` shows in the adapter's next line.
                 self.reset_pending = Some(run_name);
                 Ok(())
@@ -504,6 +538,7 @@ impl Subject for ExternalSubject {
             self.ops_delivered.insert(op.0);
             self.ops_named.insert(op.0, unsupported_name(operation));
         }
+        let first = effects.len();
         let wire = input_to_wire(&input);
         self.send(&wire);
         let deadline = Instant::now() + self.step_timeout;
@@ -554,7 +589,14 @@ impl Subject for ExternalSubject {
                         settlement,
                     })
                 }
-                AdapterMessage::Idle {} => {
+                AdapterMessage::Idle { state } => {
+                    let before = self.state.clone();
+                    self.take_state(state, true, &waiting_for)?;
+                    if self.blocked_in(&effects[first..]) {
+                        // A probe read while a synchronous append blocks the runtime is no
+                        // quiescent state: the state stays what it was until the call returns.
+                        self.state = before;
+                    }
                     // More output right behind `idle` was written before the kit could answer.
                     let followed = self.process.as_ref().is_some_and(AdapterProcess::last_line_followed);
                     if followed {
@@ -627,5 +669,9 @@ impl Subject for SharedExternal {
 
     fn blocking(&self) -> crate::sim::Blocking {
         self.lock().blocking()
+    }
+
+    fn state(&self) -> Option<crate::trace::StateProbe> {
+        self.lock().state()
     }
 }

@@ -19,10 +19,11 @@ use serde_json::Value;
 use crate::runtime::{Cause, Effect, Input};
 use crate::scenario::Scenario;
 use crate::sim::{Restored, Subject, SubjectFailure};
+use crate::trace::StateProbe;
 
 use super::convert::{effect_from_wire, effect_to_wire, settlement_from_wire};
 use super::shape::{Field, Shape, Tagged, ADAPTER_MESSAGE, CONTENT_BLOCK_SHAPE};
-use super::wire::AdapterMessage;
+use super::wire::{AdapterMessage, WireState};
 
 /// Fields of the adapter's lines that no rule judges, each with the reason. The field coverage
 /// test checks both ways: every field is judged or listed here, and no field listed here is
@@ -137,8 +138,8 @@ pub fn present(line: &Value, paths: &[String]) -> Vec<usize> {
 
 /// Lines whose fields are judged by the protocol itself or concern the handshake, not a run:
 /// `hello` (what the adapter is and supports), `error` (the adapter's own failure, a broken
-/// verdict), `idle` (no fields). The coverage walks the rest.
-const HANDSHAKE: &[&str] = &["hello", "error", "idle"];
+/// verdict). The coverage walks the rest, `idle`'s `state` probe included.
+const HANDSHAKE: &[&str] = &["hello", "error"];
 
 /// How deep the walk goes (the tables nest messages in entries in effects, a few levels).
 const DEPTH_MAX: usize = 24;
@@ -321,6 +322,8 @@ pub struct Perturbed<S> {
     occurrence: Option<usize>,
     /// Lines with the field seen so far.
     seen: usize,
+    /// The state the last `idle` reports, as changed.
+    state: Option<StateProbe>,
 }
 
 impl<S: Subject> Perturbed<S> {
@@ -331,6 +334,7 @@ impl<S: Subject> Perturbed<S> {
             changed: 0,
             occurrence: None,
             seen: 0,
+            state: None,
         }
     }
 
@@ -372,6 +376,27 @@ impl<S: Subject> Perturbed<S> {
             _ => effect,
         }
     }
+
+    /// The inner subject's state as the `idle` that ends this answer carries it, changed.
+    fn rewrite_state(&mut self, state: Option<StateProbe>) -> Option<StateProbe> {
+        let state = state?;
+        let line = AdapterMessage::Idle {
+            state: Some(WireState::from(state.clone())),
+        };
+        match self.rewrite(line) {
+            Some(AdapterMessage::Idle { state: Some(changed) }) => Some(changed.into()),
+            _ => Some(state),
+        }
+    }
+}
+
+/// The `idle` line that ends an answer of a subject that probes its state.
+fn idle_line(state: Option<StateProbe>) -> Option<Value> {
+    let state = state?;
+    serde_json::to_value(AdapterMessage::Idle {
+        state: Some(WireState::from(state)),
+    })
+    .ok()
 }
 
 /// The line that reports a restore's outcome.
@@ -397,6 +422,7 @@ impl<S: Subject> Subject for Perturbed<S> {
             Some(AdapterMessage::RestoreFailed { cause }) => Err(cause.into()),
             _ => started,
         })
+        .inspect(|_| self.state = self.rewrite_state(self.inner.state()))
     }
 
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
@@ -405,11 +431,16 @@ impl<S: Subject> Subject for Perturbed<S> {
         for effect in effects.iter_mut().skip(from) {
             *effect = self.rewrite_effect(effect.clone());
         }
+        self.state = self.rewrite_state(self.inner.state());
         Ok(())
     }
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.inner.finish()
+    }
+
+    fn state(&self) -> Option<StateProbe> {
+        self.state.clone()
     }
 }
 
@@ -418,6 +449,9 @@ impl<S: Subject> Subject for Perturbed<S> {
 pub struct Recorded<S> {
     pub inner: S,
     pub lines: Vec<Value>,
+    /// The `idle` lines that carry the subject's state, one per answer (apart from `lines`:
+    /// they are no output the world can lose or repeat).
+    pub states: Vec<Value>,
 }
 
 impl<S: Subject> Recorded<S> {
@@ -425,6 +459,7 @@ impl<S: Subject> Recorded<S> {
         Recorded {
             inner,
             lines: Vec::new(),
+            states: Vec::new(),
         }
     }
 }
@@ -434,6 +469,9 @@ impl<S: Subject> Subject for Recorded<S> {
         let started = self.inner.start(scenario)?;
         if let Ok(line) = serde_json::to_value(restore_line(&started)) {
             self.lines.push(line);
+        }
+        if started.is_ok() {
+            self.states.extend(idle_line(self.inner.state()));
         }
         Ok(started)
     }
@@ -446,11 +484,16 @@ impl<S: Subject> Subject for Recorded<S> {
                 self.lines.push(line);
             }
         }
+        self.states.extend(idle_line(self.inner.state()));
         Ok(())
     }
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.inner.finish()
+    }
+
+    fn state(&self) -> Option<StateProbe> {
+        self.inner.state()
     }
 }
 
@@ -516,5 +559,9 @@ impl<S: Subject> Subject for Mangled<S> {
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.inner.finish()
+    }
+
+    fn state(&self) -> Option<StateProbe> {
+        self.inner.state()
     }
 }

@@ -84,4 +84,8 @@ impl Subject for PooledAdapter {
     fn blocking(&self) -> crate::sim::Blocking {
         self.0.as_ref().map(|subject| subject.blocking()).unwrap_or_default()
     }
+
+    fn state(&self) -> Option<crate::trace::StateProbe> {
+        self.0.as_ref().and_then(|subject| subject.state())
+    }
 }

@@ -67,6 +67,7 @@ pub fn hello(mutant: Option<Mutant>) -> Hello {
             .map(|feature| feature.to_string())
             .collect(),
         unsupported: Default::default(),
+        probes: vec![super::wire::Probe::State],
     }
 }
 
@@ -86,6 +87,11 @@ pub fn serve(
     };
     let mut said = hello(mutant);
     said.protocol = protocol;
+    if protocol < 2 || mutant.is_some_and(|mutant| !mutant.probes_state()) {
+        // Probes are protocol 2; a mutant that keeps no state story reports none.
+        said.probes.clear();
+    }
+    let probes = !said.probes.is_empty();
     adapter.write(&AdapterMessage::Hello(said))?;
     adapter.output.flush()?;
     for (index, line) in input.lines().enumerate() {
@@ -117,7 +123,15 @@ pub fn serve(
             }
             other => adapter.handle(other)?,
         }
-        adapter.write(&AdapterMessage::Idle {})?;
+        // The state of the runtime this answer leaves, when there is one (not after `reset`,
+        // nor after a refused restore).
+        let state = adapter
+            .subject
+            .as_ref()
+            .filter(|_| probes)
+            .and_then(|subject| subject.state())
+            .map(super::wire::WireState::from);
+        adapter.write(&AdapterMessage::Idle { state })?;
         adapter.output.flush()?;
     }
     Ok(())

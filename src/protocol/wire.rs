@@ -295,8 +295,14 @@ pub enum AdapterMessage {
         op: u32,
         settlement: WireSettlement,
     },
-    /// The adapter is quiescent: the kit may write its next line.
-    Idle {},
+    /// The adapter is quiescent: the kit may write its next line. `state` (protocol 2, an
+    /// adapter whose `hello.probes` holds `state`): the runtime's own leaf and persisted count,
+    /// on every `idle` that ends the answer to `start` (once started), an `operation` or a
+    /// `complete`.
+    Idle {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<WireState>,
+    },
     /// The adapter could not apply the kit's last line (e.g. a `complete` for an effect it does
     /// not know), or the implementation could not go on with the run. The run is broken.
     /// `recoverable` (protocol 2): the adapter stopped the run itself and its process is sound;
@@ -319,7 +325,7 @@ impl AdapterMessage {
             AdapterMessage::Effect { .. } => "effect",
             AdapterMessage::AbortSignal { .. } => "abort_signal",
             AdapterMessage::Settled { .. } => "settled",
-            AdapterMessage::Idle {} => "idle",
+            AdapterMessage::Idle { .. } => "idle",
             AdapterMessage::Error { .. } => "error",
         }
     }
@@ -338,6 +344,54 @@ pub struct Hello {
     /// uses one is reported not applicable with that reason.
     #[serde(default)]
     pub unsupported: BTreeMap<String, String>,
+    /// What the adapter reports of its runtime's insides at every `idle` of a run (protocol 2).
+    /// A name this kit does not know is a malformed `hello`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<Probe>,
+}
+
+impl Hello {
+    /// Whether the adapter reports its runtime's state (`"probes": ["state"]`).
+    pub fn probes_state(&self) -> bool {
+        self.probes.contains(&Probe::State)
+    }
+}
+
+/// A probe an adapter may declare in `hello.probes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probe {
+    /// `idle.state`: the runtime's leaf and how many appends it counts as persisted.
+    State,
+}
+
+/// `idle.state`: the runtime's own leaf (the id of the entry it would append after, `null` for
+/// none) and how many appends it counts as persisted (accepted by the store) since it was
+/// restored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireState {
+    #[serde(default)]
+    pub leaf: Option<String>,
+    pub persisted: u64,
+}
+
+impl From<WireState> for crate::trace::StateProbe {
+    fn from(state: WireState) -> crate::trace::StateProbe {
+        crate::trace::StateProbe {
+            leaf: state.leaf,
+            persisted: state.persisted,
+        }
+    }
+}
+
+impl From<crate::trace::StateProbe> for WireState {
+    fn from(state: crate::trace::StateProbe) -> WireState {
+        WireState {
+            leaf: state.leaf,
+            persisted: state.persisted,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

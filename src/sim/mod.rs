@@ -27,7 +27,7 @@ use crate::runtime::{
     Cause, Completion, Effect, EffectId, HookOutcome, Input, OpId, SignalId, StoreOutcome, ToolOutcome,
 };
 use crate::scenario::{After, AppendFault, AppendFaultKind, Scenario, ToolStep};
-use crate::trace::{Event, Trace};
+use crate::trace::{Event, StateRecorder, Trace};
 
 pub use failure::{DriverFailure, SubjectFailure};
 use fakes::{check_request, model_reply, ModelReply, Scripts};
@@ -292,16 +292,20 @@ pub fn simulate_with(
     let mut sim = World::new(scenario);
     sim.request_checks = request_checks;
     let mut choices_taken = Vec::new();
+    let mut states;
     match subject.start(scenario).map_err(|failure| failure.at_trace_line(1))? {
         Ok(restored) => {
             sim.blocking = subject.blocking();
+            states = StateRecorder::restored(restored.leaf.as_deref());
             sim.trace.push(Event::Restored {
                 leaf: restored.leaf,
                 messages: restored.messages,
+                probed: subject.state().is_some(),
             });
             for effect in restored.setup {
                 sim.record(effect);
             }
+            sim.trace.events.extend(states.observe(subject.state()));
         }
         Err(cause) => {
             sim.trace.push(Event::RestoreFailed { cause });
@@ -345,6 +349,7 @@ pub fn simulate_with(
             sim.record(effect);
         }
         sim.effects = effects;
+        sim.trace.events.extend(states.observe(subject.state()));
     }
     let pending: Vec<EffectId> = sim.pending.iter().map(|pending| pending.effect).collect();
     let undelivered: Vec<OpId> = (sim.next_op..scenario.operations.len())

@@ -19,6 +19,8 @@ pub struct ReferenceSubject {
     self_check: Option<SelfCheck>,
     /// `without_self_check`: the bench's measure of the scheduler alone.
     skip_self_check: bool,
+    /// The restored transcript's length: what the runtime's persisted message count starts at.
+    restored_messages: usize,
 }
 
 impl ReferenceSubject {
@@ -79,13 +81,17 @@ impl Subject for ReferenceSubject {
                     messages: runtime.control().view().messages.len(),
                     setup: Vec::new(),
                 };
+                self.restored_messages = runtime.persisted_message_count();
                 if !self.skip_self_check {
                     self.self_check = Some(SelfCheck::start(scenario, &mut runtime).map_err(self_check_failure)?);
                 }
                 self.runtime = Some(runtime);
                 Ok(Ok(restored))
             }
-            Err(error) => Ok(Err(Cause::new(error.code(), error.to_string()))),
+            Err(error) => {
+                self.runtime = None;
+                Ok(Err(Cause::new(error.code(), error.to_string())))
+            }
         }
     }
 
@@ -107,6 +113,16 @@ impl Subject for ReferenceSubject {
             check.after(runtime, &effects[first..]).map_err(self_check_failure)?;
         }
         Ok(())
+    }
+
+    /// The runtime's leaf and the messages it persisted since the restore (it appends message
+    /// entries only, one per message).
+    fn state(&self) -> Option<crate::trace::StateProbe> {
+        let runtime = self.runtime.as_ref()?;
+        Some(crate::trace::StateProbe {
+            leaf: runtime.leaf().map(str::to_string),
+            persisted: runtime.persisted_message_count().saturating_sub(self.restored_messages) as u64,
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::runtime::{Cause, Effect, Input};
 use crate::scenario::Scenario;
+use crate::trace::StateProbe;
 
 use super::{Restored, SubjectFailure};
 
@@ -35,6 +36,13 @@ pub trait Subject {
     fn blocking(&self) -> Blocking {
         Blocking::default()
     }
+    /// The runtime's own state as it reported it at the end of the last step (or of the
+    /// restore): its leaf and how many appends it counts as persisted. `None` for a subject
+    /// that does not probe its state (an adapter whose `hello.probes` lacks `state`); the
+    /// reference does, and PERSIST-10 judges what it says.
+    fn state(&self) -> Option<StateProbe> {
+        None
+    }
 }
 
 /// A subject owned by its runner: the networked world takes it for a run and gives it back.
@@ -55,6 +63,10 @@ impl Subject for BoxedSubject {
 
     fn blocking(&self) -> Blocking {
         (**self).blocking()
+    }
+
+    fn state(&self) -> Option<StateProbe> {
+        (**self).state()
     }
 }
 

@@ -224,4 +224,8 @@ impl Subject for ConformingVariant {
         }
         Ok(())
     }
+
+    fn state(&self) -> Option<crate::trace::StateProbe> {
+        self.inner.state()
+    }
 }

@@ -67,6 +67,13 @@ macro_rules! zoo {
                 }
             }
 
+            /// Whether the mutant reports the wrapped runtime's state ([`seam::Bug::state`]):
+            /// `serve --mutant` declares the state probe only then.
+            pub fn probes_state(self) -> bool {
+                let probe = crate::trace::StateProbe::restored(None);
+                (self.build())().state(Some(probe), &seam::Watch::default()).is_some()
+            }
+
             fn build(self) -> Build {
                 match self {
                     $(Mutant::$variant => $build,)*
@@ -211,6 +218,9 @@ zoo! {
     /// A `custom` entry recording each tool round is stored between the calls and their first
     /// result (oh-my-pi's `tool_execution_start` entry, an extension's `appendEntry`).
     ToolRunLoggedBeforeResult = "tool-run-logged-before-result", canonical, || Box::<persist::ToolRunLoggedBeforeResult>::default();
+    /// The leaf is set to an entry before its append is awaited, and stays there when the
+    /// append fails: only the runtime's state probe shows it.
+    LeafSetBeforeAwait = "leaf-set-before-await", canonical, || Box::<persist::LeafSetBeforeAwait>::default();
     /// The step bound is read off by one: the agent is built with maxSteps + 1.
     MaxStepsOffByOne = "max-steps-off-by-one", canonical, || Box::<control::MaxStepsOffByOne>::default();
     /// The library adapter always reports reason `stop`.

@@ -1,4 +1,4 @@
-//! Persistence bugs: what the runtime writes into the entries it stores.
+//! Persistence bugs: what the runtime writes into the entries it stores, and when its leaf moves.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +8,7 @@ use crate::model::{iso_timestamp, parse_iso_timestamp, EntryBody, Message, Metad
 use crate::runtime::{Completion, Effect, EffectId, StoreOutcome};
 
 use super::seam::{Bug, Detour, Facts, Seam};
+use crate::trace::StateProbe;
 
 // ----- timestamps -----
 
@@ -69,6 +70,12 @@ impl ToolRunLoggedBeforeResult {
 }
 
 impl Bug for ToolRunLoggedBeforeResult {
+    /// The records it stores and the ids it renames are no runtime's: the wrapped runtime's
+    /// leaf never names them, so it reports no state rather than a story it does not keep.
+    fn state(&self, _: Option<StateProbe>, _: &super::seam::Watch) -> Option<StateProbe> {
+        None
+    }
+
     fn effect(&mut self, effect: Effect, seam: &mut Seam) {
         let Some(effect) = self.detour.hold(effect) else {
             return;
@@ -136,5 +143,54 @@ impl Bug for ToolRunLoggedBeforeResult {
         for effect in held {
             self.effect(effect, seam);
         }
+    }
+}
+
+// ----- when the leaf moves -----
+
+/// The runtime sets its leaf to an entry before it awaits the entry's append (`activeLeafId =
+/// entry.id; await session.append(entry)`), and a failed append leaves it there. Its entries
+/// chain by a variable of the run, so no append, request or settlement shows it: only the
+/// state the runtime reports does (PERSIST-10).
+#[derive(Default)]
+pub(crate) struct LeafSetBeforeAwait {
+    /// The entry the leaf names ahead of the store: the append in flight, or one that failed.
+    early: Option<(EffectId, String)>,
+    /// The early leaf's append failed: the leaf stays there.
+    failed: bool,
+}
+
+impl Bug for LeafSetBeforeAwait {
+    fn input(&mut self, input: crate::runtime::Input, seam: &mut Seam) {
+        if let crate::runtime::Input::Complete {
+            effect,
+            completion: Completion::Append(outcome),
+        } = &input
+        {
+            if self.early.as_ref().is_some_and(|(early, _)| early == effect) && !self.failed {
+                match outcome {
+                    StoreOutcome::Ok => self.early = None,
+                    StoreOutcome::Failed(_) => self.failed = true,
+                }
+            }
+        }
+        seam.deliver(input);
+    }
+
+    fn effect(&mut self, effect: Effect, seam: &mut Seam) {
+        if let Effect::Append { effect: id, entry } = &effect {
+            if !self.failed {
+                self.early = Some((*id, entry.id.clone()));
+            }
+        }
+        seam.emit(effect);
+    }
+
+    fn state(&self, probed: Option<StateProbe>, _: &super::seam::Watch) -> Option<StateProbe> {
+        let mut state = probed?;
+        if let Some((_, leaf)) = &self.early {
+            state.leaf = Some(leaf.clone());
+        }
+        Some(state)
     }
 }

@@ -62,6 +62,20 @@ impl FailureNotPoison {
 }
 
 impl Bug for FailureNotPoison {
+    /// The runtime's leaf as the bug's story has it: a failed entry the runtime was told was
+    /// accepted (a ghost) never became the leaf, nor counts as persisted.
+    fn state(
+        &self,
+        probed: Option<crate::trace::StateProbe>,
+        _: &super::seam::Watch,
+    ) -> Option<crate::trace::StateProbe> {
+        let probed = probed?;
+        Some(crate::trace::StateProbe {
+            leaf: self.stored_parent(probed.leaf),
+            persisted: probed.persisted.saturating_sub(self.ghosts.len() as u64),
+        })
+    }
+
     fn input(&mut self, input: Input, seam: &mut Seam) {
         match input {
             Input::Complete {

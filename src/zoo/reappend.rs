@@ -136,6 +136,12 @@ impl Reappend {
 }
 
 impl Bug for Reappend {
+    /// The appends it makes of its own are no runtime's: the wrapped runtime's leaf never
+    /// names them, so it reports no state rather than a story it does not keep.
+    fn state(&self, _: Option<crate::trace::StateProbe>, _: &super::seam::Watch) -> Option<crate::trace::StateProbe> {
+        None
+    }
+
     fn input(&mut self, input: Input, seam: &mut Seam) {
         match &input {
             Input::Operation { op, operation } if operation.is_prompt_like() => {

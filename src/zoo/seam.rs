@@ -25,6 +25,7 @@ use crate::runtime::{
 };
 use crate::scenario::Scenario;
 use crate::sim::{Restored, Subject, SubjectFailure};
+use crate::trace::StateProbe;
 
 /// One deliberate bug, written at the seam. Every hook has the correct wiring as its default.
 pub(crate) trait Bug: Send {
@@ -60,6 +61,15 @@ pub(crate) trait Bug: Send {
     /// Everything one input from the world produced, in the order the world will see it.
     fn batch(&mut self, effects: &mut [Effect]) {
         let _ = effects;
+    }
+
+    /// The state the subject reports at the end of a step ([`Subject::state`]), as the world
+    /// hears it: the wrapped runtime's own by default (a store client that lies to it moves its
+    /// leaf, as it would). A bug that stores entries of its own or renames the runtime's reports
+    /// none (`None` whatever it is given), since the wrapped runtime's leaf never names them.
+    fn state(&self, probed: Option<StateProbe>, watch: &Watch) -> Option<StateProbe> {
+        let _ = watch;
+        probed
     }
 }
 
@@ -489,5 +499,9 @@ impl Subject for Decorated {
 
     fn finish(&mut self) -> Result<(), SubjectFailure> {
         self.inner.finish()
+    }
+
+    fn state(&self) -> Option<StateProbe> {
+        self.bug.state(self.inner.state(), &self.watch)
     }
 }

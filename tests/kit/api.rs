@@ -71,6 +71,8 @@ fn restore(scenario: &Scenario) -> Runtime {
 /// world delivers, `watch` sees the runtime and the effects that input produced.
 struct Probe<'a> {
     runtime: Option<Runtime>,
+    /// The restored transcript's length, what the persisted count starts at.
+    restored: usize,
     watch: &'a mut dyn FnMut(&mut Runtime, &[Effect]),
 }
 
@@ -82,8 +84,18 @@ impl Subject for Probe<'_> {
             messages: runtime.control().state().messages.len(),
             setup: Vec::new(),
         };
+        self.restored = runtime.persisted_message_count();
         self.runtime = Some(runtime);
         Ok(Ok(restored))
+    }
+
+    /// The state probe, as the reference reports it: its leaf and what it persisted since.
+    fn state(&self) -> Option<agentsim::trace::StateProbe> {
+        let runtime = self.runtime.as_ref()?;
+        Some(agentsim::trace::StateProbe {
+            leaf: runtime.leaf().map(str::to_string),
+            persisted: (runtime.persisted_message_count() - self.restored) as u64,
+        })
     }
 
     fn deliver(&mut self, input: Input, effects: &mut Vec<Effect>) -> Result<(), SubjectFailure> {
@@ -103,7 +115,11 @@ impl Subject for Probe<'_> {
 /// Runs `loaded` on the canonical schedule on a probe, demands that it passes like the
 /// reference, and returns the probe's runtime at the end and the rendered trace.
 fn run_probe(loaded: &LoadedScenario, watch: &mut dyn FnMut(&mut Runtime, &[Effect])) -> (Runtime, String) {
-    let mut probe = Probe { runtime: None, watch };
+    let mut probe = Probe {
+        runtime: None,
+        restored: 0,
+        watch,
+    };
     let report = Run::of(loaded)
         .seeded(StrategyKind::Scripted, 0)
         .on(&Implementation::reference())

@@ -626,6 +626,14 @@ pub(crate) const BITES: &[Bite] = &[
         "persist/stored-session-is-sound",
         "tool-run-logged-before-result",
     ),
+    mutant("PERSIST-10.a", "wiring/walkthrough", "leaf-set-before-await"),
+    mutant("PERSIST-10.a", "poison/disk-error-on-entry-2", "leaf-set-before-await"),
+    edit(
+        "PERSIST-10.b",
+        "wiring/walkthrough",
+        clauses::probe_counts_one_append_more,
+    ),
+    edit("PERSIST-10.c", "wiring/walkthrough", clauses::last_probe_lags),
     edit(
         "QUEUE-1.a",
         "persist/three-prompts-arrival-order",

@@ -188,7 +188,7 @@ fn restored(trace: &mut Trace) -> (&mut Option<String>, &mut usize) {
         .events
         .iter_mut()
         .find_map(|event| match event {
-            Event::Restored { leaf, messages } => Some((leaf, messages)),
+            Event::Restored { leaf, messages, .. } => Some((leaf, messages)),
             _ => None,
         })
         .expect("the session restored")
@@ -222,6 +222,7 @@ pub(crate) fn restore_accepted(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
             *event = Event::Restored {
                 leaf: None,
                 messages: 0,
+                probed: false,
             };
         }
     }
@@ -332,7 +333,12 @@ fn settle_one_event_later(trace: &mut Trace, op: agentsim::runtime::OpId) {
         .position(|event| matches!(event, Event::Settled { op: settled, .. } if *settled == op))
         .expect("the operation settles");
     assert!(at + 2 < trace.events.len(), "an event follows the settlement");
-    trace.events.swap(at, at + 1);
+    // A state probe at the end of the step is no later event: it moves past the next one.
+    let next = (at + 1..trace.events.len())
+        .find(|index| !matches!(trace.events[*index], Event::State { .. }))
+        .expect("an event follows the settlement");
+    let settled = trace.events.remove(at);
+    trace.events.insert(next, settled);
 }
 
 /// LIFE-2.b: a flush on an idle runtime settles only after the next event.
@@ -462,6 +468,31 @@ pub(crate) fn append_after_failed_append(trace: &mut Trace, _: &mut Vec<SessionE
         entry.id = format!("{}-retry", entry.id);
     }
     trace.events.insert(failed + 1, copy);
+}
+
+/// PERSIST-10.b: the runtime's first probed state after an accepted append counts one append
+/// more than the store accepted.
+pub(crate) fn probe_counts_one_append_more(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let persisted = trace
+        .events
+        .iter_mut()
+        .find_map(|event| match event {
+            Event::State { persisted, .. } => Some(persisted),
+            _ => None,
+        })
+        .expect("a probed state");
+    *persisted += 1;
+}
+
+/// PERSIST-10.c: the runtime's last probed state is missing: its leaf stays one entry behind
+/// the store's last acceptance.
+pub(crate) fn last_probe_lags(trace: &mut Trace, _: &mut Vec<SessionEntry>) {
+    let last = trace
+        .events
+        .iter()
+        .rposition(|event| matches!(event, Event::State { .. }))
+        .expect("a probed state");
+    trace.events.remove(last);
 }
 
 /// PERSIST-6.b: the prompt resolves with messages that lack its last appended one.

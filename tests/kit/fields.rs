@@ -32,7 +32,7 @@ fn senders(corpus: &[LoadedScenario], paths: &[String]) -> Vec<Vec<usize>> {
             .on(&reference)
             .execute_with(loaded, Driver::borrowing(&mut subject));
         let mut sent = vec![false; paths.len()];
-        for line in &subject.lines {
+        for line in subject.lines.iter().chain(&subject.states) {
             for field in present(line, paths) {
                 sent[field] = true;
             }
@@ -271,6 +271,24 @@ fn every_occurrence_changed_alone_is_caught_or_a_freedom() {
             .on(&reference)
             .execute_with(loaded, Driver::borrowing(&mut recorded));
         let mut occurrences = vec![0usize; paths.len()];
+        // The `idle` lines that carry the state probe: each occurrence changed alone too (they
+        // are no output the world can lose or repeat, so they are not mangled).
+        for line in &recorded.states {
+            for field in present(line, &paths) {
+                let occurrence = occurrences[field];
+                occurrences[field] += 1;
+                let path = &paths[field];
+                let mut subject = Perturbed::at(reference.subject(), path, occurrence);
+                let was_caught = caught(loaded, schedule, &mut subject);
+                if subject.changed == 0 {
+                    continue;
+                }
+                changes += 1;
+                if !was_caught {
+                    missed.push(format!("{} idle: {path} (occurrence {occurrence})", loaded.name));
+                }
+            }
+        }
         for (number, line) in recorded.lines.iter().enumerate() {
             for field in present(line, &paths) {
                 let occurrence = occurrences[field];

@@ -49,7 +49,7 @@ fn a_recorded_run_replays_the_same_on_itself_and_over_the_wire_and_not_on_a_muta
         mutant.stdout
     );
     assert!(
-        mutant.stdout.contains("  replayed: 0020 op#1   settled"),
+        mutant.stdout.contains("  replayed: 0023 op#1   settled"),
         "{}",
         mutant.stdout
     );

@@ -151,6 +151,20 @@ export interface HelloInfo {
     features?: string[];
     /** Operations or behaviours the adapter cannot run, each with its reason (the kit reports those scenarios not applicable). */
     unsupported?: Record<string, string>;
+    /**
+     * Protocol 2: what the adapter reports of its runtime at every `idle` of a run. `"state"`:
+     * the definition's `state(ctx)` gives the runtime's own leaf and persisted count (PERSIST-10
+     * judges them). Declare it only when the runtime exposes both.
+     */
+    probes?: "state"[];
+}
+
+/** The runtime's own state, as `state(ctx)` reports it (never a value the adapter computes). */
+export interface StateProbe {
+    /** The id of the entry the runtime's leaf names (`null`: none). */
+    leaf: string | null;
+    /** How many appends the runtime counts as persisted (accepted by the store) since it was restored. */
+    persisted: number;
 }
 
 export type StartResult = { leaf: string | null; messages: number } | { restoreFailed: Cause };
@@ -263,6 +277,12 @@ export interface AdapterDefinition {
     operation(op: number, operation: Operation, ctx: RunContext): Value | undefined | void | Promise<Value | undefined | void>;
     /** Protocol 2: the run `ctx` is over (already discarded and quiescent). Drop the runtime and every per-run state. */
     reset?(ctx: RunContext): void | Promise<void>;
+    /**
+     * Protocol 2, required when `hello.probes` holds `"state"`: the runtime's own leaf and
+     * persisted count, read synchronously when an answer is complete (quiescent), for the
+     * `idle` that ends it. Called for every `idle` of a run whose `start` returned a runtime.
+     */
+    state?(ctx: RunContext): StateProbe;
     /** Called just before the process exits on `shutdown` or end of input. */
     shutdown?(): void;
     /** Where process.stdout.write and console.log go (default: stderr). */

@@ -619,6 +619,7 @@ const ADAPTER_MESSAGE = tagged(
                 req("implementation", closed([req("name", Shape.string), req("version", Shape.string)])),
                 opt("features", arrayOf(Shape.string)),
                 opt("unsupported", Shape.strMap),
+                opt("probes", arrayOf(enumOf("state"))),
             ]),
         ],
         ["started", closed([opt("leaf", nullable(Shape.string)), req("messages", Shape.u64)])],
@@ -626,7 +627,7 @@ const ADAPTER_MESSAGE = tagged(
         ["effect", closed([req("effect", EFFECT)])],
         ["abort_signal", closed([req("signal", Shape.u32)])],
         ["settled", closed([req("op", Shape.u32), req("settlement", SETTLEMENT)])],
-        ["idle", closed([])],
+        ["idle", closed([opt("state", nullable(closed([opt("leaf", nullable(Shape.string)), req("persisted", Shape.u64)])))])],
         ["error", closed([req("code", Shape.string), req("message", Shape.string), opt("recoverable", Shape.boolean)])],
     ],
     { unknownCode: "wire.unknown_type", missingCode: "wire.unknown_type" },
@@ -1191,6 +1192,8 @@ const server = {
     starting: false,
     /** What `hello` said. */
     hello: null,
+    /** `hello.probes` holds `state`: every `idle` of a started run carries the runtime's state. */
+    probesState: false,
 };
 
 /**
@@ -1227,7 +1230,22 @@ function emit(message) {
 }
 
 function emitIdle() {
-    emit({ type: "idle" });
+    const message = { type: "idle" };
+    // The state probe (`hello.probes: ["state"]`): the runtime's own leaf and persisted count,
+    // on every `idle` of a run whose runtime was created (`started`), read from the mapping's
+    // `state(ctx)` when the answer is complete.
+    const run = server.run;
+    if (server.probesState && run && run.live && run._started) {
+        let state;
+        try {
+            state = server.definition.state(run);
+        } catch (error) {
+            if (error instanceof RunDiscarded) throw error;
+            fatal("adapter.exception", `state threw: ${error?.stack ?? error}`);
+        }
+        message.state = JSON.parse(JSON.stringify({ leaf: state?.leaf ?? null, persisted: state?.persisted ?? null }));
+    }
+    emit(message);
     server.answering = false;
 }
 
@@ -1309,6 +1327,8 @@ class RunContext {
         this.number = number;
         /** False once the run was reset or replaced: then nothing it does reaches the kit. */
         this.live = true;
+        /** True once `started` was written: the runtime exists, and `idle` carries its state. */
+        this._started = false;
         /** Promises held with `hold` that have not settled yet. */
         this.holds = 0;
         const idRule = { prefix: scenario.ids.prefix, start: scenario.ids.start };
@@ -1632,6 +1652,7 @@ async function startRun(scenario) {
         fatal("adapter.no_start_result", `start must return {leaf: string|null, messages: count} or {restoreFailed: {code, message}}, got ${JSON.stringify(result)}`);
     }
     emit({ type: "started", leaf, messages });
+    run._started = true;
     // Protocol 2: what the runtime does while it is created, after `started` and before the
     // `idle` that ends the answer to `start` (an AgentSession that appends entries of its own
     // as it opens the session). Its effects are set-up effects: the kit answers them before it
@@ -1786,7 +1807,15 @@ export async function runAdapter(definition, options = {}) {
 
     const helloInfo = typeof definition.hello === "function" ? definition.hello() : definition.hello;
     server.hello = helloInfo ?? {};
+    const probes = helloInfo?.probes ?? [];
     server.answering = true;
+    server.probesState = Array.isArray(probes) && probes.includes("state");
+    if (server.probesState && server.protocol < 2) {
+        fatal("adapter.malformed", "`hello.probes` declares `state`, a protocol 2 probe, under protocol 1");
+    }
+    if (server.probesState && typeof definition.state !== "function") {
+        fatal("adapter.malformed", "`hello.probes` declares `state` but the adapter definition has no `state(ctx)`");
+    }
     emit(
         JSON.parse(
             JSON.stringify({
@@ -1795,6 +1824,7 @@ export async function runAdapter(definition, options = {}) {
                 implementation: helloInfo?.implementation ?? null,
                 features: helloInfo?.features ?? [],
                 unsupported: helloInfo?.unsupported ?? {},
+                ...(Array.isArray(probes) && probes.length === 0 ? {} : { probes }),
             }),
         ),
     );

@@ -32,6 +32,8 @@ class ToyRuntime {
         this.deps = deps;
         this.queue = Promise.resolve();
         this.disposed = false;
+        /** Appends the store accepted since the restore. */
+        this.persisted = 0;
     }
 
     /** The messages on the path from the root to the leaf. */
@@ -79,6 +81,7 @@ class ToyRuntime {
                 const entry = { type: "message", id: deps.createId(), parentId: this.leaf, timestamp: new Date(deps.now()).toISOString(), message };
                 await deps.append(entry); // throws the store's error
                 this.entries.set(entry.id, entry);
+                this.persisted += 1;
                 this.leaf = entry.id;
             }
             const reason = { length: "length", error: "error", aborted: "aborted" }[assistant.stopReason] ?? "stop";
@@ -129,6 +132,11 @@ function restore(session, leaf) {
 
 let runtime = null;
 
+// The state probe (protocol 2): with AGENTSIM_TEMPLATE_PROBES=1 the adapter declares
+// `probes: ["state"]` and every `idle` carries the runtime's own leaf and persisted count, read
+// from the runtime (an adapter maps, it never computes them). PERSIST-10 judges them.
+const probes = process.env.AGENTSIM_TEMPLATE_PROBES === "1";
+
 await runAdapter({
     name: "template-adapter",
     hello: {
@@ -142,6 +150,11 @@ await runAdapter({
             library: "the toy runtime has no library adapter",
             observers: "the toy runtime has no extension events",
         },
+        ...(probes ? { probes: ["state"] } : {}),
+    },
+
+    state() {
+        return { leaf: runtime.leaf, persisted: runtime.persisted };
     },
 
     start(scenario, ctx) {

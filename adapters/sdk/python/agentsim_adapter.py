@@ -72,6 +72,7 @@ __all__ = [
     "Effect",
     "Hello",
     "Started",
+    "State",
     "RestoreFailed",
     "Rejected",
     "RunBroken",
@@ -260,12 +261,25 @@ class Hello:
     """What ``hello`` says besides the protocol version. ``features`` lists supported
     operations and behaviours (``steer``, ``followUp``, ``abort``, ``mode``, ``library``,
     ``chunks``, ``sync-store``, ``observers``); ``unsupported`` maps an operation or behaviour
-    to the reason it is not supported (the kit reports scenarios using it *not applicable*)."""
+    to the reason it is not supported (the kit reports scenarios using it *not applicable*).
+    ``probes`` (protocol 2) lists what the adapter reports of its runtime at every ``idle``:
+    ``state`` (the adapter's :meth:`Adapter.state`)."""
 
     name: str
     version: str
     features: List[str] = field(default_factory=list)
     unsupported: Dict[str, str] = field(default_factory=dict)
+    probes: List[str] = field(default_factory=list)
+
+
+@dataclass
+class State:
+    """The runtime's own state, as :meth:`Adapter.state` reports it for the state probe: the id
+    of the entry its leaf names (None: none) and how many appends it counts as persisted
+    (accepted by the store) since it was restored. Read from the runtime, never computed."""
+
+    leaf: Optional[str]
+    persisted: int
 
 
 @dataclass
@@ -854,6 +868,7 @@ _ADAPTER_MESSAGE = _tagged_shape(
                     _req("implementation", _closed([_req("name", _STRING), _req("version", _STRING)])),
                     _opt("features", _array_shape(_STRING)),
                     _opt("unsupported", _STR_MAP),
+                    _opt("probes", _array_shape(_enum_shape("state"))),
                 ]
             ),
         ),
@@ -862,7 +877,17 @@ _ADAPTER_MESSAGE = _tagged_shape(
         ("effect", _closed([_req("effect", _EFFECT)])),
         ("abort_signal", _closed([_req("signal", _U32_SHAPE)])),
         ("settled", _closed([_req("op", _U32_SHAPE), _req("settlement", _SETTLEMENT)])),
-        ("idle", _closed([])),
+        (
+            "idle",
+            _closed(
+                [
+                    _opt(
+                        "state",
+                        _nullable_shape(_closed([_opt("leaf", _nullable_shape(_STRING)), _req("persisted", _U64_SHAPE)])),
+                    )
+                ]
+            ),
+        ),
         ("error", _closed([_req("code", _STRING), _req("message", _STRING), _opt("recoverable", _BOOLEAN)])),
     ],
     unknown="wire.unknown_type",
@@ -1448,8 +1473,30 @@ class _Driver:
 
     def write_idle(self) -> None:
         self.flush_outbox()
-        self._write(b'{"type":"idle"}\n')
+        self._write(self._idle_line())
         self._flush()
+
+    def _idle_line(self) -> bytes:
+        """``idle``, with the runtime's state when the adapter declared the state probe and a
+        runtime exists (its ``start`` answered ``started`` and the run is live)."""
+        run = self.run
+        probes = self.hello is not None and "state" in self.hello.probes
+        if not probes or run is None or run.discard or run.start_answered != "started":
+            return b'{"type":"idle"}\n'
+        try:
+            state = self.adapter.state()
+            if not isinstance(state, State):
+                raise ProtocolUsageError(f"state() must return a State, not {type(state).__name__}")
+            message = {"type": "idle", "state": {"leaf": state.leaf, "persisted": state.persisted}}
+            problem = check_adapter_message(json.loads(_dump(message)))
+            if problem is not None:
+                raise ProtocolUsageError(f"bad state, not written: {problem}")
+        except Exception as error:
+            self.note("state() failed:\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
+            self._write_now(_dump({"type": "error", "code": "adapter.exception", "message": f"state() failed: {error}"}))
+            self._flush()
+            os._exit(1)
+        return _dump(message)
 
     def write_turn_end(self) -> None:
         """Ends a turn: what happened, then ``idle``, or the turn's ``error`` instead."""
@@ -1512,16 +1559,22 @@ class _Driver:
             for feature in hello.features:
                 if feature in hello.unsupported:
                     self.note(f"`{feature}` is listed both in features and in unsupported")
+            _usage(_list_of(_string), list(hello.probes), "hello.probes")
+            if "state" in hello.probes and self.protocol < 2:
+                raise ProtocolUsageError("hello.probes declares `state`, a protocol 2 probe, under protocol 1")
+            if "state" in hello.probes and type(self.adapter).state is Adapter.state:
+                raise ProtocolUsageError("hello.probes declares `state` but the adapter does not implement state()")
             self.hello = hello
-            line = self._hello_line(
-                {
-                    "type": "hello",
-                    "protocol": self.protocol,
-                    "implementation": {"name": hello.name, "version": hello.version},
-                    "features": list(hello.features),
-                    "unsupported": dict(hello.unsupported),
-                }
-            )
+            said: JSONObject = {
+                "type": "hello",
+                "protocol": self.protocol,
+                "implementation": {"name": hello.name, "version": hello.version},
+                "features": list(hello.features),
+                "unsupported": dict(hello.unsupported),
+            }
+            if hello.probes:
+                said["probes"] = list(hello.probes)
+            line = self._hello_line(said)
         except Exception as error:
             self.note("hello() failed:\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip())
             return 1
@@ -2036,6 +2089,8 @@ class Adapter:
     version: str = "0.0.0"
     features: Sequence[str] = ()
     unsupported: Mapping[str, str] = {}
+    #: Protocol 2: ``("state",)`` to report the runtime's state at every ``idle`` (:meth:`state`).
+    probes: Sequence[str] = ()
     protocol: int = 2
     timer_horizon: float = 1.0
     executor_threads: int = 4
@@ -2046,7 +2101,7 @@ class Adapter:
 
     def hello(self) -> Hello:
         """What ``hello`` says (the protocol version is the SDK's)."""
-        return Hello(self.name, self.version, list(self.features), dict(self.unsupported))
+        return Hello(self.name, self.version, list(self.features), dict(self.unsupported), list(self.probes))
 
     def start(self, scenario: Scenario) -> Union[StartResult, Awaitable[StartResult]]:
         """Create the runtime for ``scenario`` (``start.scenario``) and restore its session.
@@ -2064,6 +2119,13 @@ class Adapter:
         / :meth:`reject`. An ``async def operation`` (or a returned awaitable) runs as a task:
         its return value or ``Rejected`` settles the operation when it finishes."""
         raise NotImplementedError("Adapter.operation")
+
+    def state(self) -> State:
+        """The state probe (``probes = ("state",)``): the runtime's own leaf and persisted count,
+        read from the runtime when a turn is complete, for the ``idle`` that ends it. Called for
+        every ``idle`` of a run whose ``start`` answered ``started``. Report the runtime's values,
+        never ones the adapter computes."""
+        raise NotImplementedError("Adapter.state")
 
     def reset(self) -> None:
         """The run is over (``reset``, or a ``start`` while a run is live): drop every reference

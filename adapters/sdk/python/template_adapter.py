@@ -37,6 +37,7 @@ from agentsim_adapter import (  # noqa: E402
     RestoreFailed,
     Scenario,
     Started,
+    State,
     Value,
     iso_timestamp,
     run_result,
@@ -126,6 +127,7 @@ class ToyRuntime:
         self.create_id = create_id
         self.now = now
         self.disposed = False
+        self.persisted = 0  # appends the store accepted since the restore
         self.poison: Optional[RuntimeError_] = None
         self.tail: Optional[asyncio.Future[None]] = None  # done when the last queued prompt is
 
@@ -177,6 +179,7 @@ class ToyRuntime:
             except RuntimeError_ as error:
                 self.poison = error
                 raise
+            self.persisted += 1
             self.leaf = entry["id"]
             self.messages.append(message)
         reason = {"length": "length", "error": "error", "aborted": "aborted"}.get(assistant.get("stopReason", ""), "stop")
@@ -212,6 +215,9 @@ class TemplateAdapter(Adapter):
         "library": "the toy runtime has no library adapter",
         "observers": "the toy runtime has no extension event observers",
     }
+    # The state probe (protocol 2): with AGENTSIM_TEMPLATE_PROBES=1 every `idle` carries the
+    # runtime's own leaf and persisted count (`state` below), which PERSIST-10 judges.
+    probes = ("state",) if os.environ.get("AGENTSIM_TEMPLATE_PROBES") == "1" else ()
 
     def __init__(self) -> None:
         self.runtime: Optional[ToyRuntime] = None
@@ -265,6 +271,11 @@ class TemplateAdapter(Adapter):
             raise Rejected(error.code, error.message) from None
         # Never reached: the kit does not send what hello declared unsupported.
         raise Rejected("adapter.unsupported", f"`{name}` is not supported")
+
+    def state(self) -> State:
+        runtime = self.runtime
+        assert runtime is not None
+        return State(runtime.leaf, runtime.persisted)
 
     def reset(self) -> None:
         self.runtime = None

@@ -102,6 +102,8 @@ impl<'a> Timeline<'a> {
             events: &trace.events,
             store,
             restored: None,
+            probed: false,
+            states: Vec::new(),
             restore_failed: None,
             ops: Vec::with_capacity(counts.ops),
             requests: Vec::with_capacity(counts.requests),
@@ -180,7 +182,11 @@ impl<'a> Timeline<'a> {
         let events: &'a [Event] = self.events;
         for (line, event) in events.iter().enumerate() {
             match event {
-                Event::Restored { leaf, messages } => self.restored = Some((line, leaf.as_deref(), *messages)),
+                Event::Restored { leaf, messages, probed } => {
+                    self.restored = Some((line, leaf.as_deref(), *messages));
+                    self.probed = *probed;
+                }
+                Event::State { leaf, persisted } => self.states.push((line, leaf.as_deref(), *persisted)),
                 Event::RestoreFailed { cause } => self.restore_failed = Some((line, cause)),
                 Event::Deliver { op, operation } => {
                     if operation.is_prompt_like() {

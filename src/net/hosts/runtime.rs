@@ -303,9 +303,11 @@ pub(crate) async fn runtime_client(
     let restored = subject.borrow_mut().start(&scenario);
     let setup = match restored {
         Ok(Ok(restored)) => {
+            // The networked world records no state probes (conformance.md, Limitations).
             shared.borrow_mut().push(Event::Restored {
                 leaf: restored.leaf,
                 messages: restored.messages,
+                probed: false,
             });
             restored.setup
         }

@@ -72,7 +72,7 @@ impl ExternalSubject {
         };
         let idle = std::str::from_utf8(&after)
             .ok()
-            .is_some_and(|line| matches!(parse_adapter_line(line), Ok(AdapterMessage::Idle {})));
+            .is_some_and(|line| matches!(parse_adapter_line(line), Ok(AdapterMessage::Idle { .. })));
         let followed = self.process.as_ref().is_some_and(AdapterProcess::last_line_followed);
         if !idle || followed {
             let wrote = if idle {
@@ -91,7 +91,7 @@ impl ExternalSubject {
         self.send(&KitMessage::Reset {});
         let deadline = Instant::now() + self.step_timeout;
         let breach = match self.read_message("`idle` after `reset`", deadline) {
-            Ok(AdapterMessage::Idle {}) => {
+            Ok(AdapterMessage::Idle { .. }) => {
                 self.reset_pending = Some(self.run_name.take());
                 String::new()
             }

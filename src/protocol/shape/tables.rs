@@ -221,6 +221,13 @@ static EFFECT: Tagged = Tagged {
     missing_code: MALFORMED,
 };
 
+/// `wire::WireState`: the state probe's `idle.state` (`null` reads as absent).
+static STATE: Record = closed(&[opt("leaf", STRING_OR_NULL), req("persisted", Shape::U64)]);
+static STATE_SHAPE: Shape = Shape::Record(&STATE);
+
+/// `wire::Probe`: the probes an adapter may declare in `hello.probes`.
+static PROBE: Shape = Shape::Enum(&["state"]);
+
 static RUN_REASONS: &[&str] = &["stop", "length", "error", "aborted", "max_steps"];
 
 /// `wire::WireSettlement`, tagged by `status`.
@@ -269,6 +276,7 @@ pub(in crate::protocol) static ADAPTER_MESSAGE: Tagged = Tagged {
                 ),
                 opt("features", Shape::Array(&STRING)),
                 opt("unsupported", Shape::StrMap),
+                opt("probes", Shape::Array(&PROBE)),
             ]),
         ),
         (
@@ -282,7 +290,7 @@ pub(in crate::protocol) static ADAPTER_MESSAGE: Tagged = Tagged {
             "settled",
             closed(&[req("op", Shape::U32), req("settlement", Shape::Tagged(&SETTLEMENT))]),
         ),
-        ("idle", closed(&[])),
+        ("idle", closed(&[opt("state", Shape::Nullable(&STATE_SHAPE))])),
         (
             "error",
             closed(&[

@@ -78,7 +78,8 @@ export class AdapterProcess {
         for (;;) {
             const line = await this.nextLine(timeoutMs);
             answer.push(line);
-            if (line === IDLE) return answer;
+            // An `idle` may carry the runtime's state (the state probe).
+            if (line === IDLE || line.startsWith('{"type":"idle","state":')) return answer;
         }
     }
 
