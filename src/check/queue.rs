@@ -195,10 +195,7 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
 /// finish (settled, or for a mode, written) if that came later. A queue that waits for one more
 /// input (the sink's answer to a mode's write, a timer, the next call) starts it late.
 fn started_when_its_turn_came(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let inputs: Vec<Line> = (timeline.events.iter().enumerate())
-        .filter(|(_, event)| event.is_input())
-        .map(|(line, _)| line)
-        .collect();
+    let inputs = timeline.input_lines();
     let next_input = |after: Line| inputs.get(inputs.partition_point(|line| *line <= after)).copied();
     let failure = timeline.first_failure().map(|(line, _, _)| line);
     let mut violations = Vec::new();

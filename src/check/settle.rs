@@ -353,10 +353,7 @@ fn input_words(event: &Event) -> String {
 /// SETTLE-2: every operation settles by the latest point the table names for it, within the
 /// step that follows it.
 pub fn settled_in_time(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let inputs: Vec<Line> = (timeline.events.iter().enumerate())
-        .filter(|(_, event)| event.is_input())
-        .map(|(line, _)| line)
-        .collect();
+    let inputs = timeline.input_lines();
     let next_input = |after: Line| inputs.get(inputs.partition_point(|line| *line <= after)).copied();
     let failure = timeline.first_failure().map(|(line, _, _)| line);
     let mut violations = Vec::new();

@@ -304,6 +304,15 @@ impl<'a> Timeline<'a> {
         !appends.is_empty() && appends.iter().all(|append| append.accepted_before(line))
     }
 
+    /// The lines of the world's inputs (deliveries and answers): each starts a step of the
+    /// runtime, which runs until quiescent before the next.
+    pub fn input_lines(&self) -> Vec<Line> {
+        (self.events.iter().enumerate())
+            .filter(|(_, event)| event.is_input())
+            .map(|(line, _)| line)
+            .collect()
+    }
+
     /// The first failed append: its answer line, cause and the append.
     pub fn first_failure(&self) -> Option<(Line, &'a Cause, &AppendInfo<'a>)> {
         self.appends
