@@ -2,10 +2,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::model::{Message, Operation};
-use crate::runtime::{Mode, OpId, OpValue, Settlement, SignalId};
+use crate::model::Message;
+use crate::runtime::{OpValue, Settlement, SignalId};
 
-use super::timeline::{Line, Timeline};
+use super::settle::{latest, Kind, Latest, State};
+use super::timeline::{EffectKind, Line, Timeline};
 use super::Violation;
 
 pub fn prompts_run_one_at_a_time_in_order(timeline: &Timeline<'_>) -> Vec<Violation> {
@@ -195,8 +196,6 @@ fn started_before_previous_finished(timeline: &Timeline<'_>) -> Vec<Violation> {
 /// finish (settled, or for a mode, written) if that came later. A queue that waits for one more
 /// input (the sink's answer to a mode's write, a timer, the next call) starts it late.
 fn started_when_its_turn_came(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let inputs = timeline.input_lines();
-    let next_input = |after: Line| inputs.get(inputs.partition_point(|line| *line <= after)).copied();
     let failure = timeline.first_failure().map(|(line, _, _)| line);
     let mut violations = Vec::new();
     let mut disposed = false;
@@ -204,70 +203,63 @@ fn started_when_its_turn_came(timeline: &Timeline<'_>) -> Vec<Violation> {
     // finished (what follows it is not judged).
     let mut previous: Option<Option<Line>> = Some(None);
     for info in &timeline.ops {
-        match info.operation {
-            Operation::Dispose => disposed = true,
-            Operation::Mode { mode, .. } if Mode::parse(mode).is_none() => {}
-            operation if operation.is_prompt_like() => {
-                // One refused at its call is SETTLE-2.c's.
-                if disposed || failure.is_some_and(|failed| failed < info.delivered) {
-                    continue;
-                }
-                let Some(previous_finish) = previous else { break };
-                let turn = previous_finish.map_or(info.delivered, |finished| finished.max(info.delivered));
-                let mine = |owner: Option<OpId>| owner == Some(info.op);
-                let start = (timeline.requests.iter().filter(|e| mine(e.op)).map(|e| e.line))
-                    .chain(timeline.tool_calls.iter().filter(|e| mine(e.op)).map(|e| e.line))
-                    .chain(timeline.hooks.iter().filter(|e| mine(e.op)).map(|e| e.line))
-                    .chain(timeline.appends.iter().filter(|e| mine(e.op)).map(|e| e.line))
-                    .chain(timeline.writes.iter().filter(|e| mine(e.op)).map(|e| e.line))
-                    .chain(timeline.notifications.iter().filter(|e| mine(e.op)).map(|e| e.line))
-                    .chain(info.settled.map(|(line, _)| line))
-                    // A request that carries its prompt is its run's, whatever it is attributed to.
-                    .chain(
-                        (timeline.requests.iter())
-                            .filter(|request| request.line > info.delivered)
-                            .filter(|request| {
-                                let text = info.operation.text();
-                                text.is_some()
-                                    && request.messages.iter().any(|m| super::user_text(m).as_deref() == text)
-                            })
-                            .map(|request| request.line),
-                    )
-                    .min();
-                if let Some(next) = next_input(turn) {
-                    if start.is_none_or(|start| start > next) {
-                        violations.push(Violation::new(
-                            "QUEUE-1.d",
-                            &[info.delivered, turn, next],
-                            format!(
-                                "{} {}'s turn came at line {} ({}), but it had not started when the world's next input came (line {}): a queued run starts when the previous one finishes",
-                                info.operation.name(),
-                                info.op,
-                                turn + 1,
-                                match previous_finish {
-                                    Some(finished) if finished > info.delivered => "the previous run finished",
-                                    _ => "its delivery",
-                                },
-                                next + 1
-                            ),
-                        ));
-                    }
-                }
-                // Its finish as its own outputs show it: its settlement, or a mode's one write
-                // (one that writes more than once streams, and finishes when it settles).
-                let writes: Vec<Line> = (timeline.writes.iter())
-                    .filter(|write| mine(write.op))
-                    .map(|write| write.line)
-                    .collect();
-                let settled = info.settled.map(|(line, _)| line);
-                let finished = match (info.operation, writes.as_slice()) {
-                    (Operation::Mode { .. }, [write]) => Some(settled.map_or(*write, |settled| settled.min(*write))),
-                    _ => settled,
-                };
-                previous = finished.map(Some);
-            }
-            _ => {}
+        let kind = Kind::of(info.operation);
+        let state = State {
+            poisoned: failure.is_some_and(|failed| failed < info.delivered),
+            disposed,
+            ..State::default()
+        };
+        disposed |= kind == Kind::Dispose;
+        // Only a run the runtime accepts queues: a call it refuses at once is SETTLE-2.c's.
+        if !matches!(latest(kind, state), Latest::Run | Latest::Write) {
+            continue;
         }
+        let Some(previous_finish) = previous else { break };
+        let turn = previous_finish.map_or(info.delivered, |finished| finished.max(info.delivered));
+        let text = info.operation.text();
+        let start = (timeline.effects_of(info.op).map(|(_, issued, _)| issued))
+            .chain(info.settled.map(|(line, _)| line))
+            // A request that carries its prompt is its run's, whatever it is attributed to.
+            .chain(
+                (timeline.requests.iter())
+                    .filter(|request| request.line > info.delivered)
+                    .filter(|request| {
+                        text.is_some() && request.messages.iter().any(|m| super::user_text(m).as_deref() == text)
+                    })
+                    .map(|request| request.line),
+            )
+            .min();
+        if let Some(next) = timeline.next_input_after(turn) {
+            if start.is_none_or(|start| start > next) {
+                violations.push(Violation::new(
+                    "QUEUE-1.d",
+                    &[info.delivered, turn, next],
+                    format!(
+                        "{} {}'s turn came at line {} ({}), but it had not started when the world's next input came (line {}): a queued run starts when the previous one finishes",
+                        info.operation.name(),
+                        info.op,
+                        turn + 1,
+                        match previous_finish {
+                            Some(finished) if finished > info.delivered => "the previous run finished",
+                            _ => "its delivery",
+                        },
+                        next + 1
+                    ),
+                ));
+            }
+        }
+        // Its finish as its own outputs show it: its settlement, or a mode's one write (one
+        // that writes more than once streams, and finishes when it settles).
+        let writes: Vec<Line> = (timeline.effects_of(info.op))
+            .filter(|(kind, _, _)| *kind == EffectKind::Write)
+            .map(|(_, issued, _)| issued)
+            .collect();
+        let settled = info.settled.map(|(line, _)| line);
+        let finished = match (kind, writes.as_slice()) {
+            (Kind::Mode, [write]) => Some(settled.map_or(*write, |settled| settled.min(*write))),
+            _ => settled,
+        };
+        previous = finished.map(Some);
     }
     violations
 }

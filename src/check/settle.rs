@@ -9,7 +9,7 @@ use crate::model::Operation;
 use crate::runtime::{Cause, OpId, OpValue, Settlement};
 use crate::trace::Event;
 
-use super::timeline::{Line, OpInfo, Timeline};
+use super::timeline::{EffectKind, Line, OpInfo, Timeline};
 use super::Violation;
 
 /// What an operation is, for the table.
@@ -28,7 +28,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(operation: &Operation) -> Kind {
+    pub(crate) fn of(operation: &Operation) -> Kind {
         match operation {
             Operation::Prompt { .. } => Kind::Prompt,
             Operation::Mode { mode, .. } if matches!(mode.as_str(), "interactive" | "print" | "json") => Kind::Mode,
@@ -285,45 +285,28 @@ pub fn latest(kind: Kind, state: State) -> Latest {
 }
 
 /// The line of the last input `op`'s run may have waited for: the answers to the effects
-/// attributed to it (requests, tool calls, hooks, appends, and with `writes` a mode's writes)
-/// issued before it settled. `None` when one of them was still unanswered when it settled (or
-/// is at the end, while it has not): it may have waited for that one; `Some(None)` when it
-/// waited for nothing.
+/// attributed to it (requests, tool calls, hooks, appends, and with `writes` a mode's writes;
+/// never an observer's) issued before it settled. `None` when one of them was still unanswered
+/// when it settled (or is at the end, while it has not): it may have waited for that one;
+/// `Some(None)` when it waited for nothing.
 fn run_work(timeline: &Timeline<'_>, op: OpId, settled: Option<Line>, writes: bool) -> Option<Option<Line>> {
-    let mine = |owner: Option<OpId>| owner == Some(op);
-    let answers = (timeline.requests.iter())
-        .filter(|request| mine(request.op))
-        .map(|request| (request.line, request.response.map(|(at, _)| at)))
-        .chain(
-            (timeline.tool_calls.iter())
-                .filter(|call| mine(call.op))
-                .map(|call| (call.line, call.answer.map(|(at, _)| at))),
-        )
-        .chain(
-            (timeline.hooks.iter())
-                .filter(|hook| mine(hook.op))
-                .map(|hook| (hook.line, hook.answer.map(|(at, _)| at))),
-        )
-        .chain(
-            (timeline.appends.iter())
-                .filter(|append| mine(append.op))
-                .map(|append| (append.line, append.answer.map(|(at, _)| at))),
-        )
-        .chain(
-            (timeline.writes.iter())
-                .filter(|write| writes && mine(write.op))
-                .map(|write| (write.line, write.answer.map(|(at, _)| at))),
-        );
     let mut last = None;
-    for (issued, answer) in answers {
+    for (kind, issued, answer) in timeline.effects_of(op) {
+        let waited_for = match kind {
+            EffectKind::Notify => false,
+            EffectKind::Write => writes,
+            _ => true,
+        };
+        // Issued once it had settled: not its run's.
+        if !waited_for || settled.is_some_and(|settled| issued > settled) {
+            continue;
+        }
         match (answer, settled) {
-            // Issued once it had settled: not its run's.
-            _ if settled.is_some_and(|settled| issued > settled) => {}
             (Some(at), Some(settled)) if at < settled => last = last.max(Some(at)),
             (Some(at), None) => last = last.max(Some(at)),
             // Still unanswered when it settled, or never answered: it may have waited for it
             // all along (and settled for another reason, an abort say), so no point is known.
-            (_, _) => return None,
+            _ => return None,
         }
     }
     Some(last)
@@ -353,13 +336,13 @@ fn input_words(event: &Event) -> String {
 /// SETTLE-2: every operation settles by the latest point the table names for it, within the
 /// step that follows it.
 pub fn settled_in_time(timeline: &Timeline<'_>) -> Vec<Violation> {
-    let inputs = timeline.input_lines();
-    let next_input = |after: Line| inputs.get(inputs.partition_point(|line| *line <= after)).copied();
     let failure = timeline.first_failure().map(|(line, _, _)| line);
     let mut violations = Vec::new();
     let mut late = |clause: &'static str, info: &OpInfo<'_>, what: &str, by: Option<Line>, done: Option<Line>| {
         let Some(by) = by else { return };
-        let Some(next) = next_input(by) else { return };
+        let Some(next) = timeline.next_input_after(by) else {
+            return;
+        };
         if done.is_some_and(|done| done < next) {
             return;
         }

@@ -28,6 +28,17 @@ use crate::trace::{AppendAnswer, Event};
 /// 0-based index into the trace's events; rendered 1-based.
 pub type Line = usize;
 
+/// The kinds of effect a runtime issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EffectKind {
+    Request,
+    Tool,
+    Hook,
+    Append,
+    Write,
+    Notify,
+}
+
 #[derive(Debug, Clone)]
 pub struct OpInfo<'a> {
     pub op: OpId,
@@ -304,13 +315,41 @@ impl<'a> Timeline<'a> {
         !appends.is_empty() && appends.iter().all(|append| append.accepted_before(line))
     }
 
-    /// The lines of the world's inputs (deliveries and answers): each starts a step of the
-    /// runtime, which runs until quiescent before the next.
-    pub fn input_lines(&self) -> Vec<Line> {
-        (self.events.iter().enumerate())
-            .filter(|(_, event)| event.is_input())
-            .map(|(line, _)| line)
-            .collect()
+    /// The first input of the world (a delivery or an answer) after `line`: where the step that
+    /// `line` belongs to ends, the runtime having been quiescent since its last output.
+    pub fn next_input_after(&self, line: Line) -> Option<Line> {
+        let from = line + 1;
+        (self.events.get(from..)?.iter())
+            .position(Event::is_input)
+            .map(|offset| from + offset)
+    }
+
+    /// Every effect attributed to `op`'s run: its kind, the line it was issued on and the line
+    /// of its answer, if any.
+    pub fn effects_of(&self, op: OpId) -> impl Iterator<Item = (EffectKind, Line, Option<Line>)> + '_ {
+        let mine = move |owner: Option<OpId>| owner == Some(op);
+        (self.requests.iter().filter(move |e| mine(e.op)))
+            .map(move |e| (EffectKind::Request, e.line, e.response.map(|(line, _)| line)))
+            .chain(
+                (self.tool_calls.iter().filter(move |e| mine(e.op)))
+                    .map(|e| (EffectKind::Tool, e.line, e.answer.map(|(line, _)| line))),
+            )
+            .chain(
+                (self.hooks.iter().filter(move |e| mine(e.op)))
+                    .map(|e| (EffectKind::Hook, e.line, e.answer.map(|(line, _)| line))),
+            )
+            .chain(
+                (self.appends.iter().filter(move |e| mine(e.op)))
+                    .map(|e| (EffectKind::Append, e.line, e.answer.map(|(line, _)| line))),
+            )
+            .chain(
+                (self.writes.iter().filter(move |e| mine(e.op)))
+                    .map(|e| (EffectKind::Write, e.line, e.answer.map(|(line, _)| line))),
+            )
+            .chain(
+                (self.notifications.iter().filter(move |e| mine(e.op)))
+                    .map(|e| (EffectKind::Notify, e.line, e.answer.map(|(line, _)| line))),
+            )
     }
 
     /// The first failed append: its answer line, cause and the append.

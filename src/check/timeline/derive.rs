@@ -9,16 +9,8 @@ use crate::trace::{Event, Trace};
 
 use super::{AppendInfo, HookInfo, NotifyInfo, OpInfo, RequestInfo, Shared, Timeline, ToolCallInfo, WriteInfo};
 
-/// The kinds of effect an answer completes, for looking an answer's effect up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    Request,
-    Tool,
-    Hook,
-    Append,
-    Write,
-    Notify,
-}
+/// An answer finds only an effect of its own kind.
+use super::EffectKind as Kind;
 
 /// Each issued effect's index in its kind's list, by effect and kind, sorted, with whether an
 /// answer has claimed it: an answer finds only an effect of its own kind. Effect ids grow
